@@ -1,0 +1,93 @@
+// sort_rows: splits the rows over kwker::parallel_for and hands each to the ISA variant in use.
+#include <algorithm>
+#include <vector>
+
+#include "kwker/cpu.h"
+#include "kwker/parallel.h"
+#include "kwker/sort.h"
+#include "sort/sort_row.h"
+
+namespace kwker {
+namespace {
+
+using sort_detail::kPad;
+using sort_detail::RowJob;
+
+using SortRowFn = void (*)(const RowJob&);
+
+SortRowFn sort_row_for(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512: return &sort_detail::avx512::sort_row;
+    case Isa::kAvx2: return &sort_detail::avx2::sort_row;
+    case Isa::kScalar: break;
+  }
+  return &sort_detail::scalar::sort_row;
+}
+
+// Per-thread work buffers, grown to the longest row seen and kept.
+struct Workspace {
+  std::vector<uint64_t> a, b;
+  void reserve(int64_t n) {
+    const size_t need = static_cast<size_t>(2 * n + 2 * kPad);
+    if (a.size() < need) {
+      a.assign(need, 0);
+      b.assign(need, 0);
+    }
+  }
+};
+
+Workspace& thread_workspace() {
+  thread_local Workspace ws;
+  return ws;
+}
+
+int64_t offset_of_row(int64_t row, std::span<const int64_t> sizes, std::span<const int64_t> strides) {
+  int64_t offset = 0;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    const int64_t i = row % sizes[d];
+    row /= sizes[d];
+    offset += i * strides[d];
+  }
+  return offset;
+}
+
+char* element_at(const StridedRows& rows, size_t element_size, int64_t offset) {
+  return static_cast<char*>(rows.data) + offset * static_cast<int64_t>(element_size);
+}
+
+}  // namespace
+
+void sort_rows(const SortRowsProblem& p) {
+  int64_t rows = 1;
+  for (int64_t s : p.outer_sizes) rows *= s;
+  if (rows == 0 || p.row_length == 0) return;
+  const SortRowFn sort_row = sort_row_for(active_isa());
+  const size_t element_size = dtype_size(p.dtype);
+  // As torch: about 32768 elements of work per task, so thread count never changes a result.
+  const int64_t grain = std::max<int64_t>(1, 32768 / p.row_length);
+  parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    Workspace& ws = thread_workspace();
+    ws.reserve(p.row_length);
+    for (int64_t r = begin; r < end; ++r) {
+      RowJob job;
+      job.dtype = p.dtype;
+      job.order = p.order;
+      job.ties = p.ties;
+      job.n = p.row_length;
+      job.input = element_at(p.input, element_size,
+                             offset_of_row(r, p.outer_sizes, p.input.outer_strides));
+      job.input_stride = p.input.row_stride;
+      job.values = element_at(p.values, element_size,
+                              offset_of_row(r, p.outer_sizes, p.values.outer_strides));
+      job.values_stride = p.values.row_stride;
+      job.indices = reinterpret_cast<int64_t*>(
+          element_at(p.indices, sizeof(int64_t), offset_of_row(r, p.outer_sizes, p.indices.outer_strides)));
+      job.indices_stride = p.indices.row_stride;
+      job.buffer_a = ws.a.data() + kPad;
+      job.buffer_b = ws.b.data() + kPad;
+      sort_row(job);
+    }
+  });
+}
+
+}  // namespace kwker

@@ -1,0 +1,15 @@
+// The sort compiled for avx2: see sort_row-inl.h (algorithm) and simd_scan-inl.h (ISA code).
+#define KWKER_ISA_AVX2 1
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <immintrin.h>
+
+#include "sort/sort_keys.h"
+#include "sort/sort_row.h"
+
+namespace kwker::sort_detail::avx2 {
+#include "sort/sort_row-inl.h"
+}  // namespace kwker::sort_detail::avx2

@@ -1,0 +1,56 @@
+// Canonical sort keys: each element maps to an unsigned integer whose plain order is torch's
+// comparator order. All NaNs map to one key above +inf, -0.0 and +0.0 to one key; descending order
+// complements the key, which also moves NaN first, as torch's descending comparator does. Two elements
+// tie under torch's comparator exactly when their keys are equal, so any algorithm making the same
+// decisions on keys makes the same decisions as torch's comparator.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kwker/dtype.h"
+
+namespace kwker::sort_detail {
+
+enum class KeyKind { kUnsigned, kSigned, kFloat };
+
+template <typename B, KeyKind K, B InfBits = 0>
+struct KeyFormat {
+  using Bits = B;
+  static constexpr KeyKind kind = K;
+  static constexpr Bits inf_bits = InfBits;
+  static constexpr int key_bits = sizeof(B) * 8;
+};
+
+template <DType D> struct KeyFormatOf;
+template <> struct KeyFormatOf<DType::kBool> : KeyFormat<uint8_t, KeyKind::kUnsigned> {};
+template <> struct KeyFormatOf<DType::kUInt8> : KeyFormat<uint8_t, KeyKind::kUnsigned> {};
+template <> struct KeyFormatOf<DType::kInt8> : KeyFormat<uint8_t, KeyKind::kSigned> {};
+template <> struct KeyFormatOf<DType::kInt16> : KeyFormat<uint16_t, KeyKind::kSigned> {};
+template <> struct KeyFormatOf<DType::kInt32> : KeyFormat<uint32_t, KeyKind::kSigned> {};
+template <> struct KeyFormatOf<DType::kInt64> : KeyFormat<uint64_t, KeyKind::kSigned> {};
+template <> struct KeyFormatOf<DType::kFloat16> : KeyFormat<uint16_t, KeyKind::kFloat, 0x7C00> {};
+template <> struct KeyFormatOf<DType::kBFloat16> : KeyFormat<uint16_t, KeyKind::kFloat, 0x7F80> {};
+template <> struct KeyFormatOf<DType::kFloat32>
+    : KeyFormat<uint32_t, KeyKind::kFloat, 0x7F800000u> {};
+template <> struct KeyFormatOf<DType::kFloat64>
+    : KeyFormat<uint64_t, KeyKind::kFloat, 0x7FF0000000000000ull> {};
+
+template <typename Format, bool kDescending>
+inline typename Format::Bits sort_key(typename Format::Bits bits) {
+  using Bits = typename Format::Bits;
+  constexpr Bits sign = Bits(Bits(1) << (sizeof(Bits) * 8 - 1));
+  Bits key;
+  if constexpr (Format::kind == KeyKind::kUnsigned) {
+    key = bits;
+  } else if constexpr (Format::kind == KeyKind::kSigned) {
+    key = Bits(bits ^ sign);
+  } else {
+    const Bits magnitude = Bits(bits & Bits(~sign));
+    const Bits ordered = (bits & sign) ? Bits(~bits) : Bits(bits | sign);
+    key = magnitude > Format::inf_bits ? Bits(~Bits(0)) : magnitude == 0 ? sign : ordered;
+  }
+  return kDescending ? Bits(~key) : key;
+}
+
+}  // namespace kwker::sort_detail

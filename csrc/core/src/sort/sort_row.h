@@ -1,0 +1,34 @@
+// Internal: one row of a sort, and the per-ISA entry points that sort it (sort_<isa>.cc).
+#pragma once
+
+#include <cstdint>
+
+#include "kwker/sort.h"
+
+namespace kwker::sort_detail {
+
+// Slack, in uint64 elements, before and after each work buffer: SIMD scans may read a few elements
+// past the one they stop at.
+inline constexpr int64_t kPad = 16;
+
+struct RowJob {
+  DType dtype;
+  SortOrder order;
+  TieOrder ties;
+  int64_t n;
+  const void* input;
+  int64_t input_stride;
+  void* values;
+  int64_t values_stride;
+  int64_t* indices;
+  int64_t indices_stride;
+  // Two work buffers of 2 * n uint64 each, with kPad readable elements before and after.
+  uint64_t* buffer_a;
+  uint64_t* buffer_b;
+};
+
+namespace scalar { void sort_row(const RowJob& job); }
+namespace avx2 { void sort_row(const RowJob& job); }
+namespace avx512 { void sort_row(const RowJob& job); }
+
+}  // namespace kwker::sort_detail

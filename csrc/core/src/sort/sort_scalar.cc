@@ -1,0 +1,15 @@
+// The sort compiled for scalar: see sort_row-inl.h (algorithm) and simd_scan-inl.h (ISA code).
+#define KWKER_ISA_SCALAR 1
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+
+#include "sort/sort_keys.h"
+#include "sort/sort_row.h"
+
+namespace kwker::sort_detail::scalar {
+#include "sort/sort_row-inl.h"
+}  // namespace kwker::sort_detail::scalar

@@ -1,0 +1,96 @@
+"""Loads the C++ extension (a torch op library, no Python bindings) and reports why when it cannot.
+
+`import kwker` never fails because of the extension: if it cannot load, a warning is given once,
+`available()` is False, `load_error()` says why, and torch runs as usual.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import threading
+import warnings
+
+_lock = threading.Lock()
+_state: dict = {"tried": False, "ok": False, "error": None}
+
+LIBRARY_NAME = "libkwker_torch.so"
+
+
+def disabled_by_env() -> bool:
+    """KWKER_DISABLE=1 (or all/true/yes) switches everything off."""
+    return os.environ.get("KWKER_DISABLE", "").strip().lower() in ("1", "all", "true", "yes")
+
+
+def library_path() -> pathlib.Path:
+    return pathlib.Path(__file__).with_name(LIBRARY_NAME)
+
+
+def _load() -> None:
+    import torch
+
+    if disabled_by_env():
+        raise RuntimeError("disabled by KWKER_DISABLE")
+    path = library_path()
+    if not path.exists():
+        raise RuntimeError(f"{path.name} is not built (pip install --no-build-isolation .)")
+    torch.ops.load_library(str(path))
+    built_for = torch.ops.kwker.build_info()
+    if f'"torch": "{torch.__version__}"' not in built_for:
+        raise RuntimeError(f"built for another torch ({built_for}); this is torch {torch.__version__}")
+
+
+def ensure_loaded() -> bool:
+    """Loads the extension once; returns whether it is usable."""
+    with _lock:
+        if not _state["tried"]:
+            _state["tried"] = True
+            try:
+                _load()
+                _state["ok"] = True
+            except Exception as exc:  # any failure leaves torch untouched
+                _state["error"] = f"{type(exc).__name__}: {exc}"
+                if not disabled_by_env():
+                    warnings.warn(f"kwker: native kernels unavailable, torch runs as usual ({_state['error']})",
+                                  RuntimeWarning, stacklevel=3)
+        return _state["ok"]
+
+
+def available() -> bool:
+    return ensure_loaded()
+
+
+def load_error() -> str | None:
+    ensure_loaded()
+    return _state["error"]
+
+
+def ops():
+    """torch.ops.kwker, after a successful load."""
+    import torch
+
+    if not ensure_loaded():
+        raise RuntimeError(f"kwker native library unavailable: {_state['error']}")
+    return torch.ops.kwker
+
+
+def isa() -> str:
+    """The ISA the kernels use now: 'scalar', 'avx2' or 'avx512'."""
+    return ops().isa()
+
+
+def detected_isa() -> str:
+    """The best ISA this CPU and OS support."""
+    return ops().detected_isa()
+
+
+def set_isa_cap(name: str) -> str:
+    """Caps the ISA ('scalar', 'avx2', 'avx512'); returns the ISA now in use. For tests and benchmarks:
+    do not call while kernels run on other threads. KWKER_ISA sets the same cap at start-up."""
+    return ops().set_isa_cap(name)
+
+
+def build_info() -> dict:
+    import json
+
+    return json.loads(ops().build_info())

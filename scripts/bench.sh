@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The main job: sets everything up, then runs the benchmark corpus (torch vs Kwker, alternating, one
+# thread) and prints the table with its bit-exactness verdict. Extra arguments go to `kwker bench`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+VENV=${KWKER_VENV:-.venv}; [ "${KWKER_TORCH:-2.14.1}" = "2.14.1" ] || VENV=${KWKER_VENV:-.venv-torch$KWKER_TORCH}
+"$VENV/bin/python" -m kwker bench "$@"

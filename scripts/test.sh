@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Sets everything up (scripts/setup.sh), then runs all tests: the core's GoogleTest suite (every ISA
+# this CPU has) and the pytest differential suite against torch. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+VENV=${KWKER_VENV:-.venv}; [ "${KWKER_TORCH:-2.14.1}" = "2.14.1" ] || VENV=${KWKER_VENV:-.venv-torch$KWKER_TORCH}
+
+cmake -S . -B build/core-tests -G Ninja -DKWKER_BUILD_TORCH=OFF -DKWKER_BUILD_TESTS=ON >/dev/null
+cmake --build build/core-tests
+ctest --test-dir build/core-tests --output-on-failure -j2 | tail -n 3
+
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" tests
