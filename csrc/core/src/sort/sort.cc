@@ -65,6 +65,7 @@ void sort_rows(const SortRowsProblem& p) {
   const size_t element_size = dtype_size(p.dtype);
   // As torch: about 32768 elements of work per task, so thread count never changes a result.
   const int64_t grain = std::max<int64_t>(1, 32768 / p.row_length);
+  int ties_seen = 0;
   parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     Workspace& ws = thread_workspace();
     ws.reserve(p.row_length);
@@ -85,6 +86,7 @@ void sort_rows(const SortRowsProblem& p) {
       job.indices_stride = p.indices.row_stride;
       job.buffer_a = ws.a.data() + kPad;
       job.buffer_b = ws.b.data() + kPad;
+      job.ties_seen = &ties_seen;
       sort_row(job);
     }
   });

@@ -6,13 +6,15 @@
 //  - torch's unstable order: libstdc++'s std::sort (introsort) on (value, index) pairs decides every
 //    step by comparator outcomes only. When no two keys are equal every correct sort gives the same
 //    permutation, so the radix result is returned. Otherwise the introsort runs here step for step:
-//    same depth limit, same median-of-three pivot, same Hoare partition (its scans vectorised in
-//    simd_scan-inl.h), same heapsort fallback, and each leaf of <= 16 elements stably sorted, which is
+//    same depth limit, same median-of-three pivot, same Hoare partition (its stops found from
+//    vector compare masks, simd-inl.h), same heapsort fallback, and each leaf of <= 16 elements stably sorted, which is
 //    what libstdc++'s final insertion sort does to it (no element can cross a leaf boundary).
+// Where equal keys are likely (long rows, narrow keys, or an earlier row of the same call had them)
+// the radix attempt is skipped. Rows of <= 16 elements: std::sort is an insertion sort, i.e. stable.
 // Keys of 64-bit types whose range in the row spans less than 2^32 are rebased to 32 bits.
 // Cost: O(n) per radix digit; O(n log n) for the introsort. Memory: the job's two buffers.
 
-#include "simd_scan-inl.h"
+#include "simd-inl.h"
 
 inline constexpr uint64_t kLowHalf = 0xFFFFFFFFull;
 
@@ -30,16 +32,10 @@ inline void swap_values(T& a, T& b) {
 struct PackedOps {
   using Element = uint64_t;
   static bool less(uint64_t a, uint64_t b) { return (a >> 32) < (b >> 32); }
-  // while (less(*p, pivot)) ++p;
-  static uint64_t* skip_less(uint64_t* p, uint64_t pivot) {
-    return first_not_below(p, pivot & ~kLowHalf);
-  }
-  // while (less(pivot, *p)) --p;
-  static uint64_t* skip_greater(uint64_t* p, uint64_t pivot) {
-    return last_not_above(p, pivot | kLowHalf);
-  }
   static uint64_t position(uint64_t e) { return e & kLowHalf; }
   static unsigned digit(uint64_t e, int d) { return (e >> (32 + 8 * d)) & 0xFF; }
+  static uint64_t* partition(uint64_t* first, uint64_t* last, uint64_t pivot);
+  static void sort_leaf(uint64_t* first, uint64_t* last) { stable_sort_leaf(first, last - first); }
 };
 
 // Element of a row whose 64-bit keys span 2^32 or more.
@@ -51,16 +47,10 @@ struct WideElement {
 struct WideOps {
   using Element = WideElement;
   static bool less(const WideElement& a, const WideElement& b) { return a.key < b.key; }
-  static WideElement* skip_less(WideElement* p, const WideElement& pivot) {
-    while (p->key < pivot.key) ++p;
-    return p;
-  }
-  static WideElement* skip_greater(WideElement* p, const WideElement& pivot) {
-    while (pivot.key < p->key) --p;
-    return p;
-  }
   static uint64_t position(const WideElement& e) { return e.position; }
   static unsigned digit(const WideElement& e, int d) { return (e.key >> (8 * d)) & 0xFF; }
+  static WideElement* partition(WideElement* first, WideElement* last, WideElement pivot);
+  static void sort_leaf(WideElement* first, WideElement* last);
 };
 
 // ---- stable: LSD radix sort -------------------------------------------------------------------
@@ -116,25 +106,62 @@ void move_median_to_first(E* result, E* a, E* b, E* c) {
   }
 }
 
-template <typename Ops, typename E>
-E* unguarded_partition(E* first, E* last, const E pivot) {
+// libstdc++'s __unguarded_partition(first, last, pivot), literally:
+//   while (true) { while (less(*first, pivot)) ++first; --last; while (less(pivot, *last)) --last;
+//                  if (!(first < last)) return first; swap(*first, *last); ++first; }
+inline WideElement* WideOps::partition(WideElement* first, WideElement* last, WideElement pivot) {
   while (true) {
-    first = Ops::skip_less(first, pivot);
+    while (first->key < pivot.key) ++first;
     --last;
-    last = Ops::skip_greater(last, pivot);
+    while (pivot.key < last->key) --last;
     if (!(first < last)) return first;
     swap_values(*first, *last);
     ++first;
   }
 }
 
+// The same partition, with its stops read from bit masks. Between the two scan fronts no element
+// has moved yet, so where each front stops next is decided by the elements as they were when their
+// 64-element block was masked: the left front stops at the next element >= pivot (or at the last
+// right stop, whose swapped-in element is >= pivot), the right front at the previous element <= pivot;
+// once the right stop is at or left of the left stop the fronts have crossed and the left stop is
+// the cut. Hence the same swaps and the same cut as the loop above, without a branch per element.
+inline uint64_t* PackedOps::partition(uint64_t* first, uint64_t* last, uint64_t pivot) {
+  const uint64_t not_less = pivot & ~kLowHalf;    // x >= not_less  <=>  !less(x, pivot)
+  const uint64_t not_greater = pivot | kLowHalf;  // x <= not_greater  <=>  !less(pivot, x)
+  uint64_t* left_block = first;
+  uint64_t left_stops = not_below_mask64(left_block, not_less);
+  uint64_t* right_top = last;  // right_stops bit i stands for right_top[-1 - i]
+  uint64_t right_stops = not_above_mask64_reversed(right_top - 64, not_greater);
+  uint64_t* bound = last;  // the last right stop: from here on the elements are final
+  while (true) {
+    while (left_stops == 0) {
+      left_block += 64;
+      if (left_block >= bound) return bound;
+      left_stops = not_below_mask64(left_block, not_less);
+    }
+    uint64_t* f = left_block + __builtin_ctzll(left_stops);
+    if (f >= bound) return bound;
+    left_stops &= left_stops - 1;
+    while (right_stops == 0) {
+      right_top -= 64;
+      if (right_top - 1 <= f) return f;
+      right_stops = not_above_mask64_reversed(right_top - 64, not_greater);
+    }
+    uint64_t* l = right_top - 1 - __builtin_ctzll(right_stops);
+    if (l <= f) return f;
+    right_stops &= right_stops - 1;
+    swap_values(*f, *l);
+    bound = l;
+  }
+}
+
 // Stable insertion sort: the order libstdc++'s final insertion sort leaves a leaf in.
-template <typename Ops, typename E>
-void insertion_sort(E* first, E* last) {
-  for (E* i = first + 1; i < last; ++i) {
-    const E v = *i;
-    E* j = i;
-    for (; j > first && Ops::less(v, j[-1]); --j) *j = j[-1];
+inline void WideOps::sort_leaf(WideElement* first, WideElement* last) {
+  for (WideElement* i = first + 1; i < last; ++i) {
+    const WideElement v = *i;
+    WideElement* j = i;
+    for (; j > first && v.key < j[-1].key; --j) *j = j[-1];
     *j = v;
   }
 }
@@ -150,11 +177,11 @@ void introsort_loop(E* first, E* last, int depth_limit) {
     --depth_limit;
     E* mid = first + (last - first) / 2;
     move_median_to_first<Ops>(first, first + 1, mid, last - 1);
-    E* cut = unguarded_partition<Ops>(first + 1, last, E(*first));
+    E* cut = Ops::partition(first + 1, last, E(*first));
     introsort_loop<Ops>(cut, last, depth_limit);
     last = cut;
   }
-  insertion_sort<Ops>(first, last);
+  Ops::sort_leaf(first, last);
 }
 
 template <typename Ops, typename E>
@@ -191,19 +218,30 @@ void write_output(const RowJob& job, const typename Ops::Element* sorted) {
   }
 }
 
+// Rows this long or longer are assumed to hold equal keys (real data of this size nearly always
+// does): the radix attempt that could prove otherwise is skipped.
+inline constexpr int64_t kTiesAssumedLength = 16384;
+
 // Sorts elements[0, n) (built by `fill`, which may be called again) and writes the outputs.
-template <typename Ops, typename Bits, int kDigits, bool kTiesLikely, typename Fill>
+template <typename Ops, typename Bits, int kDigits, typename Fill>
 void sort_elements(const RowJob& job, typename Ops::Element* a, typename Ops::Element* b,
-                   const Fill& fill) {
+                   bool ties_likely, const Fill& fill) {
   const int64_t n = job.n;
-  const bool tie_order_is_introsort = job.ties == TieOrder::kIntrosort && n > kIntrosortThreshold;
   fill(a);
-  if (!tie_order_is_introsort || !kTiesLikely) {
+  if (n <= kIntrosortThreshold) {  // std::sort is insertion sort here: the stable order either way
+    Ops::sort_leaf(a, a + n);
+    write_output<Ops, Bits>(job, a);
+    return;
+  }
+  const bool introsort_order = job.ties == TieOrder::kIntrosort;
+  ties_likely |= n >= kTiesAssumedLength || __atomic_load_n(job.ties_seen, __ATOMIC_RELAXED);
+  if (!introsort_order || !ties_likely) {
     const auto* sorted = radix_sort<Ops, kDigits>(a, b, n);
-    if (!tie_order_is_introsort || !has_equal_neighbours<Ops>(sorted, n)) {
+    if (!introsort_order || !has_equal_neighbours<Ops>(sorted, n)) {
       write_output<Ops, Bits>(job, sorted);
       return;
     }
+    __atomic_store_n(job.ties_seen, 1, __ATOMIC_RELAXED);  // later rows skip the attempt
     fill(a);
   }
   libstdcxx_introsort<Ops>(a, n);
@@ -218,16 +256,11 @@ void sort_row_typed(const RowJob& job) {
 
   if constexpr (Format::key_bits <= 32) {
     // Narrow keys leave no doubt about ties once a row is longer than 1/16 of the key space.
-    constexpr bool kTiesLikely = Format::key_bits <= 16;
-    const bool ties_likely = kTiesLikely && n > (int64_t{1} << Format::key_bits) / 16;
+    const bool ties_likely = Format::key_bits <= 16 && n > (int64_t{1} << Format::key_bits) / 16;
     auto fill = [&](uint64_t* out) {
       for (int64_t i = 0; i < n; ++i) out[i] = (uint64_t{key_at(i)} << 32) | static_cast<uint64_t>(i);
     };
-    if (ties_likely) {
-      sort_elements<PackedOps, Bits, Format::key_bits / 8, true>(job, job.buffer_a, job.buffer_b, fill);
-    } else {
-      sort_elements<PackedOps, Bits, Format::key_bits / 8, false>(job, job.buffer_a, job.buffer_b, fill);
-    }
+    sort_elements<PackedOps, Bits, Format::key_bits / 8>(job, job.buffer_a, job.buffer_b, ties_likely, fill);
   } else {
     uint64_t lo = ~uint64_t{0}, hi = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -239,13 +272,13 @@ void sort_row_typed(const RowJob& job) {
       auto fill = [&](uint64_t* out) {
         for (int64_t i = 0; i < n; ++i) out[i] = ((key_at(i) - lo) << 32) | static_cast<uint64_t>(i);
       };
-      sort_elements<PackedOps, Bits, 4, false>(job, job.buffer_a, job.buffer_b, fill);
+      sort_elements<PackedOps, Bits, 4>(job, job.buffer_a, job.buffer_b, false, fill);
     } else {
       auto fill = [&](WideElement* out) {
         for (int64_t i = 0; i < n; ++i) out[i] = {key_at(i), static_cast<uint64_t>(i)};
       };
-      sort_elements<WideOps, Bits, 8, false>(job, reinterpret_cast<WideElement*>(job.buffer_a),
-                                             reinterpret_cast<WideElement*>(job.buffer_b), fill);
+      sort_elements<WideOps, Bits, 8>(job, reinterpret_cast<WideElement*>(job.buffer_a),
+                                      reinterpret_cast<WideElement*>(job.buffer_b), false, fill);
     }
   }
 }

@@ -8,8 +8,8 @@
 namespace kwker::sort_detail {
 
 // Slack, in uint64 elements, before and after each work buffer: SIMD scans may read a few elements
-// past the one they stop at.
-inline constexpr int64_t kPad = 16;
+// past the ones they look at (up to 63).
+inline constexpr int64_t kPad = 64;
 
 struct RowJob {
   DType dtype;
@@ -25,6 +25,8 @@ struct RowJob {
   // Two work buffers of 2 * n uint64 each, with kPad readable elements before and after.
   uint64_t* buffer_a;
   uint64_t* buffer_b;
+  // Shared by the rows of one call: set (atomically) once a row has equal keys.
+  int* ties_seen;
 };
 
 namespace scalar { void sort_row(const RowJob& job); }

@@ -1,4 +1,4 @@
-// The sort compiled for scalar: see sort_row-inl.h (algorithm) and simd_scan-inl.h (ISA code).
+// The sort compiled for scalar: see sort_row-inl.h (algorithm) and simd-inl.h (ISA code).
 #define KWKER_ISA_SCALAR 1
 
 #include <algorithm>

@@ -1,0 +1,58 @@
+// What every adapter kernel consults and records: is Kwker on for this call, and counters per kernel
+// family (calls, served by Kwker, fell back to torch and why). No torch headers here.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace kwker::adapter {
+
+enum class Kernel : uint8_t { kSort, kCount };
+const char* kernel_name(Kernel k);
+
+// Why a call went to torch's own kernel.
+enum class Fallback : uint8_t {
+  kDisabled,      // Kwker switched off (uninstalled, KWKER_DISABLE, disabled(), or outside accelerated())
+  kDtype,         // element type not covered
+  kLayout,        // not a plain strided tensor, or a named tensor
+  kSmall,         // below the size where Kwker is faster, or a 0-dim / empty tensor
+  kZeroStride,    // stride 0 along the sorted dim: torch's identity answer is already cheap
+  kTooLong,       // a row longer than the kernel indexes
+  kArguments,     // arguments torch handles itself (errors, optional flags, ...)
+  kOutTensors,    // out= tensors that torch must resize, convert or check
+  kCount,
+};
+const char* fallback_name(Fallback f);
+
+struct KernelCounters {
+  std::atomic<int64_t> calls{0};
+  std::atomic<int64_t> served{0};
+  std::array<std::atomic<int64_t>, static_cast<size_t>(Fallback::kCount)> fallbacks{};
+};
+
+KernelCounters& counters(Kernel k);
+std::string stats_json();
+void reset_stats();
+
+// Whether Kwker's kernels run for the calling thread: the thread's accelerated()/disabled() state
+// if set, else the process-wide switch that install() turns on.
+bool enabled_for_this_thread();
+
+// Records a call and returns whether the kernel should serve it; otherwise records the reason.
+class CallRecord {
+ public:
+  explicit CallRecord(Kernel k) : counters_(counters(k)) {
+    counters_.calls.fetch_add(1, std::memory_order_relaxed);
+  }
+  void served() { counters_.served.fetch_add(1, std::memory_order_relaxed); }
+  void fell_back(Fallback why) {
+    counters_.fallbacks[static_cast<size_t>(why)].fetch_add(1, std::memory_order_relaxed);
+  }
+
+ private:
+  KernelCounters& counters_;
+};
+
+}  // namespace kwker::adapter

@@ -1,0 +1,196 @@
+// install / uninstall / per-thread switch / counters, and the kwker:: control ops Python calls.
+//
+// One torch::Library(IMPL, "aten", CPU) is created at run time and holds every Kwker kernel;
+// destroying it deregisters them and torch's own kernels are back exactly. Registration writes the
+// dispatch table that torch reads without a lock, so it happens only in install()/uninstall() (and the
+// first accelerated()); switching Kwker on and off afterwards is a flag the kernels read.
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernel_state.h"
+#include "kwker/cpu.h"
+#include "kwker/parallel.h"
+#include "registry.h"
+
+namespace kwker::adapter {
+namespace {
+
+std::atomic<bool> g_enabled_globally{false};
+thread_local int g_thread_state = -1;  // -1: follow the global switch; 0: off; 1: on
+
+std::array<KernelCounters, static_cast<size_t>(Kernel::kCount)> g_counters;
+
+struct Registration {
+  std::unique_ptr<torch::Library> library;
+  std::vector<std::string> kernels;
+};
+std::mutex g_registration_mutex;
+Registration g_registration;
+
+// Overriding a CPU kernel makes torch warn once per process; that override is the whole point here.
+class SilentWarnings : public c10::WarningHandler {
+ public:
+  void process(const c10::Warning&) override {}
+};
+
+void aten_parallel_for(int64_t begin, int64_t end, int64_t grain, void* context, ParallelBody body) {
+  at::parallel_for(begin, end, grain, [&](int64_t b, int64_t e) { body(context, b, e); });
+}
+
+using RegisterFn = void (*)(torch::Library&);
+struct KernelFamily {
+  const char* name;
+  RegisterFn register_kernels;
+};
+constexpr KernelFamily kFamilies[] = {
+    {"sort", &register_sort_kernels},
+};
+
+void install(std::vector<std::string> kernels, bool enable_globally) {
+  std::lock_guard<std::mutex> lock(g_registration_mutex);
+  for (const auto& name : kernels) {
+    bool known = false;
+    for (const auto& f : kFamilies) known |= name == f.name;
+    TORCH_CHECK_VALUE(known, "kwker: unknown kernel family '", name, "'");
+  }
+  if (!g_registration.library || g_registration.kernels != kernels) {
+    g_registration.library.reset();
+    set_parallel_for(&aten_parallel_for);
+    auto library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
+                                                    c10::DispatchKey::CPU, __FILE__, __LINE__);
+    SilentWarnings silent;
+    c10::WarningUtils::WarningHandlerGuard guard(&silent);
+    for (const auto& f : kFamilies) {
+      for (const auto& name : kernels) {
+        if (name == f.name) f.register_kernels(*library);
+      }
+    }
+    g_registration.library = std::move(library);
+    g_registration.kernels = std::move(kernels);
+  }
+  if (enable_globally) g_enabled_globally.store(true);
+}
+
+void uninstall() {
+  std::lock_guard<std::mutex> lock(g_registration_mutex);
+  g_enabled_globally.store(false);
+  g_registration.library.reset();
+  g_registration.kernels.clear();
+}
+
+bool is_registered() {
+  std::lock_guard<std::mutex> lock(g_registration_mutex);
+  return g_registration.library != nullptr;
+}
+
+bool is_installed() { return is_registered() && g_enabled_globally.load(); }
+
+int64_t set_thread_state(int64_t state) {
+  TORCH_CHECK_VALUE(state >= -1 && state <= 1, "kwker: thread state must be -1, 0 or 1");
+  const int previous = g_thread_state;
+  g_thread_state = static_cast<int>(state);
+  return previous;
+}
+
+std::string isa() { return std::string(isa_name(active_isa())); }
+std::string detected() { return std::string(isa_name(detected_isa())); }
+
+std::string cap_isa(const std::string& name) {
+  Isa cap;
+  TORCH_CHECK_VALUE(parse_isa(name, &cap), "kwker: unknown ISA '", name,
+                    "' (expected scalar, avx2 or avx512)");
+  return std::string(isa_name(set_isa_cap(cap)));
+}
+
+std::string build_info() {
+  std::ostringstream out;
+  out << "{\"torch\": \"" << KWKER_TORCH_VERSION << "\", \"compiler\": \"gcc " << __VERSION__
+      << "\", \"isas_compiled\": [\"scalar\", \"avx2\", \"avx512\"], \"kernels\": [";
+  for (size_t i = 0; i < std::size(kFamilies); ++i) out << (i ? ", " : "") << '"' << kFamilies[i].name << '"';
+  out << "]}";
+  return out.str();
+}
+
+}  // namespace
+
+const char* kernel_name(Kernel k) {
+  switch (k) {
+    case Kernel::kSort: return "sort";
+    case Kernel::kCount: break;
+  }
+  return "?";
+}
+
+const char* fallback_name(Fallback f) {
+  switch (f) {
+    case Fallback::kDisabled: return "disabled";
+    case Fallback::kDtype: return "dtype";
+    case Fallback::kLayout: return "layout";
+    case Fallback::kSmall: return "small";
+    case Fallback::kZeroStride: return "zero_stride";
+    case Fallback::kTooLong: return "too_long";
+    case Fallback::kArguments: return "arguments";
+    case Fallback::kOutTensors: return "out_tensors";
+    case Fallback::kCount: break;
+  }
+  return "?";
+}
+
+KernelCounters& counters(Kernel k) { return g_counters[static_cast<size_t>(k)]; }
+
+bool enabled_for_this_thread() {
+  return g_thread_state < 0 ? g_enabled_globally.load(std::memory_order_relaxed) : g_thread_state == 1;
+}
+
+std::string stats_json() {
+  std::ostringstream out;
+  out << '{';
+  for (size_t k = 0; k < g_counters.size(); ++k) {
+    const KernelCounters& c = g_counters[k];
+    int64_t fell_back = 0;
+    std::ostringstream reasons;
+    for (size_t f = 0; f < c.fallbacks.size(); ++f) {
+      const int64_t n = c.fallbacks[f].load();
+      if (n == 0) continue;
+      reasons << (fell_back ? ", " : "") << '"' << fallback_name(static_cast<Fallback>(f)) << "\": " << n;
+      fell_back += n;
+    }
+    out << (k ? ", " : "") << '"' << kernel_name(static_cast<Kernel>(k)) << "\": {\"calls\": "
+        << c.calls.load() << ", \"kwker\": " << c.served.load() << ", \"torch\": " << fell_back
+        << ", \"fallback_reasons\": {" << reasons.str() << "}}";
+  }
+  out << '}';
+  return out.str();
+}
+
+void reset_stats() {
+  for (KernelCounters& c : g_counters) {
+    c.calls.store(0);
+    c.served.store(0);
+    for (auto& f : c.fallbacks) f.store(0);
+  }
+}
+
+}  // namespace kwker::adapter
+
+TORCH_LIBRARY(kwker, m) {
+  using namespace kwker::adapter;
+  m.def("install(str[] kernels, bool enable_globally) -> ()", &install);
+  m.def("uninstall() -> ()", &uninstall);
+  m.def("is_installed() -> bool", &is_installed);
+  m.def("is_registered() -> bool", &is_registered);
+  m.def("set_thread_state(int state) -> int", &set_thread_state);
+  m.def("stats() -> str", &stats_json);
+  m.def("reset_stats() -> ()", &reset_stats);
+  m.def("isa() -> str", &isa);
+  m.def("detected_isa() -> str", &detected);
+  m.def("set_isa_cap(str name) -> str", &cap_isa);
+  m.def("build_info() -> str", &build_info);
+}

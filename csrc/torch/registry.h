@@ -1,0 +1,11 @@
+// Registration of Kwker's kernels at torch's CPU dispatch key. Each kernel family contributes one
+// function that impl()s its overloads on the Library it is given.
+#pragma once
+
+namespace torch { class Library; }
+
+namespace kwker::adapter {
+
+void register_sort_kernels(torch::Library& library);
+
+}  // namespace kwker::adapter

@@ -1,0 +1,174 @@
+// aten::sort.stable and aten::sort.values_stable on Kwker (argsort, msort and Tensor.sort reach them
+// through torch's own decompositions; quantile and friends call them internally).
+//
+// Covered: strided CPU tensors of bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32,
+// float64, any dim, any strides, at least kMinElements elements. Everything else, and every argument
+// torch must reject or resize, goes to torch's own CPU kernel (at::cpu::, no dispatcher round trip).
+// Tie order: stable=True is the stable order. stable=False is libstdc++'s introsort order, except
+// where torch itself uses fbgemm's stable radix sort (1-D integer ascending sorts of at least 32768
+// elements); whether this torch build does so is asked of torch once (torch_radix_sorts_1d_integers).
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/EmptyTensor.h>
+#include <ATen/ops/sort_cpu_dispatch.h>
+#include <ATen/ops/sort_ops.h>
+#include <ATen/ops/zeros.h>
+#include <torch/library.h>
+
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include "kernel_state.h"
+#include "kwker/sort.h"
+#include "registry.h"
+
+namespace kwker::adapter {
+namespace {
+
+using at::Tensor;
+
+// Below this many elements torch's own kernel is as fast (bench: sort/tiny-* inputs).
+constexpr int64_t kMinElements = 64;
+// torch's GRAIN_SIZE: from this size on, torch sorts 1-D integer tensors with fbgemm's radix sort.
+constexpr int64_t kTorchRadixMinElements = 32768;
+
+std::optional<DType> core_dtype(c10::ScalarType t) {
+  switch (t) {
+    case at::kBool: return DType::kBool;
+    case at::kByte: return DType::kUInt8;
+    case at::kChar: return DType::kInt8;
+    case at::kShort: return DType::kInt16;
+    case at::kInt: return DType::kInt32;
+    case at::kLong: return DType::kInt64;
+    case at::kHalf: return DType::kFloat16;
+    case at::kBFloat16: return DType::kBFloat16;
+    case at::kFloat: return DType::kFloat32;
+    case at::kDouble: return DType::kFloat64;
+    default: return std::nullopt;
+  }
+}
+
+// Does this torch sort 1-D integer tensors stably even with stable=False (fbgemm radix sort)?
+// An all-equal tensor tells: introsort would scramble its indices, a radix sort keeps them in order.
+bool torch_radix_sorts_1d_integers() {
+  static const bool radix = [] {
+    const Tensor zeros = at::zeros({kTorchRadixMinElements}, at::TensorOptions().dtype(at::kLong));
+    const Tensor indices = std::get<1>(at::cpu::sort(zeros, false, 0, false));
+    const int64_t* p = indices.const_data_ptr<int64_t>();
+    for (int64_t i = 0; i < kTorchRadixMinElements; ++i) {
+      if (p[i] != i) return false;
+    }
+    return true;
+  }();
+  return radix;
+}
+
+TieOrder tie_order(const Tensor& self, bool stable, bool descending) {
+  if (stable) return TieOrder::kStable;
+  const bool torch_uses_radix = self.dim() == 1 && !descending &&
+                                c10::isIntegralType(self.scalar_type(), /*includeBool=*/false) &&
+                                self.numel() >= kTorchRadixMinElements;
+  return torch_uses_radix && torch_radix_sorts_1d_integers() ? TieOrder::kStable : TieOrder::kIntrosort;
+}
+
+bool plain_strided(const Tensor& t) {
+  return t.layout() == at::kStrided && t.device().is_cpu() && !t.is_neg() &&
+         !t.is_conj();
+}
+
+std::optional<Fallback> why_torch_sorts(const Tensor& self, std::optional<bool> stable, int64_t dim) {
+  if (!enabled_for_this_thread()) return Fallback::kDisabled;
+  if (!plain_strided(self)) return Fallback::kLayout;
+  if (!core_dtype(self.scalar_type())) return Fallback::kDtype;
+  if (!stable.has_value()) return Fallback::kArguments;
+  if (self.dim() == 0) return Fallback::kSmall;
+  if (dim < -self.dim() || dim >= self.dim()) return Fallback::kArguments;
+  if (self.numel() < kMinElements) return Fallback::kSmall;
+  const int64_t d = dim < 0 ? dim + self.dim() : dim;
+  if (self.size(d) > kMaxSortRowLength) return Fallback::kTooLong;
+  if (self.stride(d) == 0) return Fallback::kZeroStride;
+  return std::nullopt;
+}
+
+// out= tensors Kwker can write as they are: torch would not resize, restride or reject them.
+bool out_tensors_usable(const Tensor& self, const Tensor& values, const Tensor& indices) {
+  using at::MemOverlapStatus;
+  return plain_strided(values) && plain_strided(indices) &&
+         values.scalar_type() == self.scalar_type() && indices.scalar_type() == at::kLong &&
+         values.sizes() == self.sizes() && indices.sizes() == self.sizes() &&
+         values.is_non_overlapping_and_dense() && indices.is_non_overlapping_and_dense() &&
+         at::get_overlap_status(values, self) == MemOverlapStatus::No &&
+         at::get_overlap_status(indices, self) == MemOverlapStatus::No &&
+         at::get_overlap_status(values, indices) == MemOverlapStatus::No;
+}
+
+void sort_into(const Tensor& self, int64_t dim, bool descending, TieOrder ties, const Tensor& values,
+               const Tensor& indices) {
+  std::vector<int64_t> outer_sizes, input_strides, values_strides, indices_strides;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (d == dim) continue;
+    outer_sizes.push_back(self.size(d));
+    input_strides.push_back(self.stride(d));
+    values_strides.push_back(values.stride(d));
+    indices_strides.push_back(indices.stride(d));
+  }
+  SortRowsProblem problem;
+  problem.dtype = *core_dtype(self.scalar_type());
+  problem.order = descending ? SortOrder::kDescending : SortOrder::kAscending;
+  problem.ties = ties;
+  problem.row_length = self.size(dim);
+  problem.outer_sizes = outer_sizes;
+  problem.input = {const_cast<void*>(self.const_data_ptr()), self.stride(dim), input_strides};
+  problem.values = {values.mutable_data_ptr(), values.stride(dim), values_strides};
+  problem.indices = {indices.mutable_data_ptr(), indices.stride(dim), indices_strides};
+  sort_rows(problem);
+}
+
+std::tuple<Tensor, Tensor> sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim,
+                                       bool descending) {
+  CallRecord call(Kernel::kSort);
+  if (const auto why = why_torch_sorts(self, stable, dim)) {
+    call.fell_back(*why);
+    return at::cpu::sort(self, stable, dim, descending);
+  }
+  dim = dim < 0 ? dim + self.dim() : dim;
+  // The output strides torch's meta function gives.
+  const std::vector<int64_t> strides = self.is_non_overlapping_and_dense()
+                                           ? self.strides().vec()
+                                           : at::infer_dense_strides(self.sizes(), self.strides());
+  Tensor values = at::detail::empty_strided_cpu(self.sizes(), strides, self.scalar_type());
+  Tensor indices = at::detail::empty_strided_cpu(self.sizes(), strides, at::kLong);
+  sort_into(self, dim, descending, tie_order(self, *stable, descending), values, indices);
+  call.served();
+  return {std::move(values), std::move(indices)};
+}
+
+std::tuple<Tensor&, Tensor&> sort_values_stable(const Tensor& self, std::optional<bool> stable,
+                                                int64_t dim, bool descending, Tensor& values,
+                                                Tensor& indices) {
+  CallRecord call(Kernel::kSort);
+  std::optional<Fallback> why = why_torch_sorts(self, stable, dim);
+  if (!why && !out_tensors_usable(self, values, indices)) why = Fallback::kOutTensors;
+  if (why) {
+    call.fell_back(*why);
+    return at::cpu::sort_outf(self, stable, dim, descending, values, indices);
+  }
+  dim = dim < 0 ? dim + self.dim() : dim;
+  sort_into(self, dim, descending, tie_order(self, *stable, descending), values, indices);
+  call.served();
+  return {values, indices};
+}
+
+static_assert(std::is_same_v<decltype(sort_stable), at::_ops::sort_stable::schema>);
+static_assert(std::is_same_v<decltype(sort_values_stable), at::_ops::sort_values_stable::schema>);
+
+}  // namespace
+
+void register_sort_kernels(torch::Library& library) {
+  library.impl("sort.stable", TORCH_FN(sort_stable));
+  library.impl("sort.values_stable", TORCH_FN(sort_values_stable));
+}
+
+}  // namespace kwker::adapter
