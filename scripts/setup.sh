@@ -15,8 +15,8 @@ else
 fi
 
 mkdir -p build
-exec 9>build/.setup.lock
-flock 9   # one setup at a time: they share the build folders
+exec 9>"build/.setup-torch$TORCH_VERSION.lock"
+flock 9   # one setup per torch version at a time: they share its venv and build folder
 
 missing=()
 command -v ccache >/dev/null || missing+=(ccache)

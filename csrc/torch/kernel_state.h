@@ -40,6 +40,11 @@ void reset_stats();
 // if set, else the process-wide switch that install() turns on.
 bool enabled_for_this_thread();
 
+// Test-only: makes a kernel family return a wrong answer (the probe must then switch it off).
+bool fault_injected(Kernel k);
+void set_fault_injected(Kernel k, bool on);
+bool kernel_from_name(const std::string& name, Kernel* out);
+
 // Records a call and returns whether the kernel should serve it; otherwise records the reason.
 class CallRecord {
  public:

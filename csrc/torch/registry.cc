@@ -26,6 +26,7 @@ std::atomic<bool> g_enabled_globally{false};
 thread_local int g_thread_state = -1;  // -1: follow the global switch; 0: off; 1: on
 
 std::array<KernelCounters, static_cast<size_t>(Kernel::kCount)> g_counters;
+std::array<std::atomic<bool>, static_cast<size_t>(Kernel::kCount)> g_faults{};
 
 struct Registration {
   std::unique_ptr<torch::Library> library;
@@ -109,6 +110,12 @@ std::string cap_isa(const std::string& name) {
   return std::string(isa_name(set_isa_cap(cap)));
 }
 
+void inject_fault(const std::string& kernel, bool on) {
+  Kernel k;
+  TORCH_CHECK_VALUE(kernel_from_name(kernel, &k), "kwker: unknown kernel family '", kernel, "'");
+  set_fault_injected(k, on);
+}
+
 std::string build_info() {
   std::ostringstream out;
   out << "{\"torch\": \"" << KWKER_TORCH_VERSION << "\", \"compiler\": \"gcc " << __VERSION__
@@ -144,6 +151,22 @@ const char* fallback_name(Fallback f) {
 }
 
 KernelCounters& counters(Kernel k) { return g_counters[static_cast<size_t>(k)]; }
+
+bool fault_injected(Kernel k) {
+  return g_faults[static_cast<size_t>(k)].load(std::memory_order_relaxed);
+}
+
+void set_fault_injected(Kernel k, bool on) { g_faults[static_cast<size_t>(k)].store(on); }
+
+bool kernel_from_name(const std::string& name, Kernel* out) {
+  for (size_t k = 0; k < static_cast<size_t>(Kernel::kCount); ++k) {
+    if (name == kernel_name(static_cast<Kernel>(k))) {
+      *out = static_cast<Kernel>(k);
+      return true;
+    }
+  }
+  return false;
+}
 
 bool enabled_for_this_thread() {
   return g_thread_state < 0 ? g_enabled_globally.load(std::memory_order_relaxed) : g_thread_state == 1;
@@ -193,4 +216,6 @@ TORCH_LIBRARY(kwker, m) {
   m.def("detected_isa() -> str", &detected);
   m.def("set_isa_cap(str name) -> str", &cap_isa);
   m.def("build_info() -> str", &build_info);
+  // Test-only: the named kernel family returns wrong answers until switched off again.
+  m.def("inject_fault(str kernel, bool on) -> ()", &inject_fault);
 }

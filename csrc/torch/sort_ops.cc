@@ -2,7 +2,7 @@
 // through torch's own decompositions; quantile and friends call them internally).
 //
 // Covered: strided CPU tensors of bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32,
-// float64, any dim, any strides, at least kMinElements elements. Everything else, and every argument
+// float64, any dim, any strides, at least kMinElements elements in rows of at least kMinRowLength. Everything else, and every argument
 // torch must reject or resize, goes to torch's own CPU kernel (at::cpu::, no dispatcher round trip).
 // Tie order: stable=True is the stable order. stable=False is libstdc++'s introsort order, except
 // where torch itself uses fbgemm's stable radix sort (1-D integer ascending sorts of at least 32768
@@ -31,6 +31,8 @@ using at::Tensor;
 
 // Below this many elements torch's own kernel is as fast (bench: sort/tiny-* inputs).
 constexpr int64_t kMinElements = 64;
+// Rows shorter than this cost Kwker more per row than torch's insertion sort (bench: rows of 4).
+constexpr int64_t kMinRowLength = 8;
 // torch's GRAIN_SIZE: from this size on, torch sorts 1-D integer tensors with fbgemm's radix sort.
 constexpr int64_t kTorchRadixMinElements = 32768;
 
@@ -85,8 +87,8 @@ std::optional<Fallback> why_torch_sorts(const Tensor& self, std::optional<bool> 
   if (!stable.has_value()) return Fallback::kArguments;
   if (self.dim() == 0) return Fallback::kSmall;
   if (dim < -self.dim() || dim >= self.dim()) return Fallback::kArguments;
-  if (self.numel() < kMinElements) return Fallback::kSmall;
   const int64_t d = dim < 0 ? dim + self.dim() : dim;
+  if (self.numel() < kMinElements || self.size(d) < kMinRowLength) return Fallback::kSmall;
   if (self.size(d) > kMaxSortRowLength) return Fallback::kTooLong;
   if (self.stride(d) == 0) return Fallback::kZeroStride;
   return std::nullopt;
@@ -124,6 +126,9 @@ void sort_into(const Tensor& self, int64_t dim, bool descending, TieOrder ties, 
   problem.values = {values.mutable_data_ptr(), values.stride(dim), values_strides};
   problem.indices = {indices.mutable_data_ptr(), indices.stride(dim), indices_strides};
   sort_rows(problem);
+  if (fault_injected(Kernel::kSort) && indices.numel() > 1) {
+    *indices.mutable_data_ptr<int64_t>() = -1;  // test-only (kwker::inject_fault): a wrong answer
+  }
 }
 
 std::tuple<Tensor, Tensor> sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim,

@@ -5,8 +5,9 @@
 // not_above_mask64_reversed(p, t): bit i set iff p[63 - i] <= t, for p[0..63]: the right front walks
 //                          down, and a reversed mask lets it find its next stop with tzcnt/blsr,
 //                          whose short latency keeps the partition loop from waiting on lzcnt.
-// stable_sort_leaf(a, n):  sorts a[0..n), n <= 16, by key (the high half), keeping the order of equal
-//                          keys. Vector variants rank each element by (key, position), which is unique.
+// stable_sort_leaf<kByWholeElement>(a, n): sorts a[0..n), n <= 16, by key (the high half) keeping
+//                          the order of equal keys, or by the whole (unique) element. Vector variants
+//                          rank each element by (key, position in the leaf), or by itself.
 
 #if defined(KWKER_ISA_AVX512)
 
@@ -30,6 +31,7 @@ inline uint64_t not_above_mask64_reversed(const uint64_t* p, uint64_t t) {
   return bits;
 }
 
+template <bool kByWholeElement>
 inline void stable_sort_leaf(uint64_t* a, int64_t n) {
   const __mmask8 m0 = static_cast<__mmask8>(n >= 8 ? 0xFF : (1u << n) - 1);
   const __mmask8 m1 = static_cast<__mmask8>(n >= 16 ? 0xFF : n <= 8 ? 0 : (1u << (n - 8)) - 1);
@@ -37,9 +39,13 @@ inline void stable_sort_leaf(uint64_t* a, int64_t n) {
   const __m512i lanes = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
   const __m512i none = _mm512_set1_epi64(-1);  // absent lanes rank after every element
   const __m512i v0 = _mm512_maskz_loadu_epi64(m0, a), v1 = _mm512_maskz_loadu_epi64(m1, a + 8);
-  const __m512i r0 = _mm512_mask_blend_epi64(m0, none, _mm512_or_si512(_mm512_and_si512(v0, key_mask), lanes));
-  const __m512i r1 = _mm512_mask_blend_epi64(
-      m1, none, _mm512_or_si512(_mm512_and_si512(v1, key_mask), _mm512_add_epi64(lanes, _mm512_set1_epi64(8))));
+  __m512i r0 = v0, r1 = v1;
+  if constexpr (!kByWholeElement) {
+    r0 = _mm512_or_si512(_mm512_and_si512(v0, key_mask), lanes);
+    r1 = _mm512_or_si512(_mm512_and_si512(v1, key_mask), _mm512_add_epi64(lanes, _mm512_set1_epi64(8)));
+  }
+  r0 = _mm512_mask_blend_epi64(m0, none, r0);
+  r1 = _mm512_mask_blend_epi64(m1, none, r1);
   alignas(64) uint64_t ranked[16], out[16];
   _mm512_store_si512(ranked, r0);
   _mm512_store_si512(ranked + 8, r1);
@@ -84,10 +90,13 @@ inline uint64_t not_above_mask64_reversed(const uint64_t* p, uint64_t t) {
   return ~above;
 }
 
+template <bool kByWholeElement>
 inline void stable_sort_leaf(uint64_t* a, int64_t n) {
   alignas(32) uint64_t ranked[16], out[16];
   for (int64_t i = 0; i < 16; ++i) {
-    ranked[i] = i < n ? (a[i] & 0xFFFFFFFF00000000ull) | static_cast<uint64_t>(i) : ~uint64_t{0};
+    const uint64_t rank_key =
+        kByWholeElement ? a[i] : (a[i] & 0xFFFFFFFF00000000ull) | static_cast<uint64_t>(i);
+    ranked[i] = i < n ? rank_key : ~uint64_t{0};
   }
   __m256i r[4];
   for (int v = 0; v < 4; ++v) r[v] = biased(_mm256_load_si256(reinterpret_cast<const __m256i*>(ranked + 4 * v)));
@@ -114,11 +123,13 @@ inline uint64_t not_above_mask64_reversed(const uint64_t* p, uint64_t t) {
   return bits;
 }
 
+template <bool kByWholeElement>
 inline void stable_sort_leaf(uint64_t* a, int64_t n) {
+  const int shift = kByWholeElement ? 0 : 32;
   for (int64_t i = 1; i < n; ++i) {
     const uint64_t v = a[i];
     int64_t j = i;
-    for (; j > 0 && (v >> 32) < (a[j - 1] >> 32); --j) a[j] = a[j - 1];
+    for (; j > 0 && (v >> shift) < (a[j - 1] >> shift); --j) a[j] = a[j - 1];
     a[j] = v;
   }
 }

@@ -41,15 +41,42 @@ Workspace& thread_workspace() {
   return ws;
 }
 
-int64_t offset_of_row(int64_t row, std::span<const int64_t> sizes, std::span<const int64_t> strides) {
-  int64_t offset = 0;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    const int64_t i = row % sizes[d];
-    row /= sizes[d];
-    offset += i * strides[d];
+// Walks rows in order, keeping each tensor's offset (in elements) up to date without a division per
+// row: an N-d counter over outer_sizes.
+class RowCursor {
+ public:
+  RowCursor(const SortRowsProblem& p, int64_t row) : p_(p), index_(p.outer_sizes.size()) {
+    for (size_t d = index_.size(); d-- > 0;) {
+      index_[d] = row % p.outer_sizes[d];
+      row /= p.outer_sizes[d];
+      input_ += index_[d] * p.input.outer_strides[d];
+      values_ += index_[d] * p.values.outer_strides[d];
+      indices_ += index_[d] * p.indices.outer_strides[d];
+    }
   }
-  return offset;
-}
+
+  void next() {
+    for (size_t d = index_.size(); d-- > 0;) {
+      input_ += p_.input.outer_strides[d];
+      values_ += p_.values.outer_strides[d];
+      indices_ += p_.indices.outer_strides[d];
+      if (++index_[d] < p_.outer_sizes[d]) return;
+      input_ -= index_[d] * p_.input.outer_strides[d];
+      values_ -= index_[d] * p_.values.outer_strides[d];
+      indices_ -= index_[d] * p_.indices.outer_strides[d];
+      index_[d] = 0;
+    }
+  }
+
+  int64_t input() const { return input_; }
+  int64_t values() const { return values_; }
+  int64_t indices() const { return indices_; }
+
+ private:
+  const SortRowsProblem& p_;
+  std::vector<int64_t> index_;
+  int64_t input_ = 0, values_ = 0, indices_ = 0;
+};
 
 char* element_at(const StridedRows& rows, size_t element_size, int64_t offset) {
   return static_cast<char*>(rows.data) + offset * static_cast<int64_t>(element_size);
@@ -69,24 +96,22 @@ void sort_rows(const SortRowsProblem& p) {
   parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     Workspace& ws = thread_workspace();
     ws.reserve(p.row_length);
-    for (int64_t r = begin; r < end; ++r) {
-      RowJob job;
-      job.dtype = p.dtype;
-      job.order = p.order;
-      job.ties = p.ties;
-      job.n = p.row_length;
-      job.input = element_at(p.input, element_size,
-                             offset_of_row(r, p.outer_sizes, p.input.outer_strides));
-      job.input_stride = p.input.row_stride;
-      job.values = element_at(p.values, element_size,
-                              offset_of_row(r, p.outer_sizes, p.values.outer_strides));
-      job.values_stride = p.values.row_stride;
-      job.indices = reinterpret_cast<int64_t*>(
-          element_at(p.indices, sizeof(int64_t), offset_of_row(r, p.outer_sizes, p.indices.outer_strides)));
-      job.indices_stride = p.indices.row_stride;
-      job.buffer_a = ws.a.data() + kPad;
-      job.buffer_b = ws.b.data() + kPad;
-      job.ties_seen = &ties_seen;
+    RowJob job;
+    job.dtype = p.dtype;
+    job.order = p.order;
+    job.ties = p.ties;
+    job.n = p.row_length;
+    job.input_stride = p.input.row_stride;
+    job.values_stride = p.values.row_stride;
+    job.indices_stride = p.indices.row_stride;
+    job.buffer_a = ws.a.data() + kPad;
+    job.buffer_b = ws.b.data() + kPad;
+    job.ties_seen = &ties_seen;
+    RowCursor cursor(p, begin);
+    for (int64_t r = begin; r < end; ++r, cursor.next()) {
+      job.input = element_at(p.input, element_size, cursor.input());
+      job.values = element_at(p.values, element_size, cursor.values());
+      job.indices = reinterpret_cast<int64_t*>(element_at(p.indices, sizeof(int64_t), cursor.indices()));
       sort_row(job);
     }
   });

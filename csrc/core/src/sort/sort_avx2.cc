@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <utility>
+#include <type_traits>
 #include <immintrin.h>
 
 #include "sort/sort_keys.h"

@@ -53,4 +53,32 @@ inline typename Format::Bits sort_key(typename Format::Bits bits) {
   return kDescending ? Bits(~key) : key;
 }
 
+// sort_key's inverse, exact for every element except NaN and +-0.0 (whose canonical keys merge).
+template <typename Format, bool kDescending>
+inline typename Format::Bits bits_of_key(typename Format::Bits key) {
+  using Bits = typename Format::Bits;
+  constexpr Bits sign = Bits(Bits(1) << (sizeof(Bits) * 8 - 1));
+  if constexpr (kDescending) key = Bits(~key);
+  if constexpr (Format::kind == KeyKind::kUnsigned) {
+    return key;
+  } else if constexpr (Format::kind == KeyKind::kSigned) {
+    return Bits(key ^ sign);
+  } else {
+    return (key & sign) ? Bits(key ^ sign) : Bits(~key);
+  }
+}
+
+// Whether bits_of_key(sort_key(bits)) == bits.
+template <typename Format>
+inline bool key_is_invertible(typename Format::Bits bits) {
+  using Bits = typename Format::Bits;
+  if constexpr (Format::kind != KeyKind::kFloat) {
+    return true;
+  } else {
+    constexpr Bits sign = Bits(Bits(1) << (sizeof(Bits) * 8 - 1));
+    const Bits magnitude = Bits(bits & Bits(~sign));
+    return magnitude != 0 && magnitude <= Format::inf_bits;
+  }
+}
+
 }  // namespace kwker::sort_detail

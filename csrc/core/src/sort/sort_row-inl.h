@@ -1,18 +1,22 @@
 // One row of a sort, compiled once per ISA (included inside namespace kwker::sort_detail::<isa>).
 //
-// Algorithm. Elements become canonical keys (sort_keys.h) packed with their position.
-//  - Stable order: LSD radix sort by 8-bit digits (stable, so equal keys keep position order),
-//    skipping digits that are the same in every element.
+// Algorithm. Elements become canonical keys (sort_keys.h), rebased to the row's smallest key, and are
+// packed with their position: key << 32 | position (rows whose 64-bit keys span 2^32 or more use
+// (key, position) pairs instead).
+//  - Stable order: LSD radix sort by the 8-bit digits the row's key range needs (stable, so equal
+//    keys keep position order); short rows sort the packed elements as whole integers, which are
+//    unique, so any correct sort gives the stable order.
 //  - torch's unstable order: libstdc++'s std::sort (introsort) on (value, index) pairs decides every
 //    step by comparator outcomes only. When no two keys are equal every correct sort gives the same
-//    permutation, so the radix result is returned. Otherwise the introsort runs here step for step:
-//    same depth limit, same median-of-three pivot, same Hoare partition (its stops found from
-//    vector compare masks, simd-inl.h), same heapsort fallback, and each leaf of <= 16 elements stably sorted, which is
-//    what libstdc++'s final insertion sort does to it (no element can cross a leaf boundary).
-// Where equal keys are likely (long rows, narrow keys, or an earlier row of the same call had them)
-// the radix attempt is skipped. Rows of <= 16 elements: std::sort is an insertion sort, i.e. stable.
-// Keys of 64-bit types whose range in the row spans less than 2^32 are rebased to 32 bits.
-// Cost: O(n) per radix digit; O(n log n) for the introsort. Memory: the job's two buffers.
+//    permutation, so a radix result is returned once it shows no equal neighbours. Otherwise the
+//    introsort runs here step for step: same depth limit, same median-of-three pivot, same Hoare
+//    partition (its stops read from vector compare masks, simd-inl.h), same heapsort fallback, and
+//    each leaf of <= 16 elements stably sorted, which is what libstdc++'s final insertion sort does
+//    to it (no element can cross a leaf boundary). Where equal keys are certain (a key range smaller
+//    than the row) or likely (long rows, or an earlier row of the same call had them) the radix
+//    attempt is skipped. Rows of <= 16 elements: std::sort is an insertion sort, i.e. stable.
+// Values are rebuilt from the keys where that is exact (no NaN, no zero in the row), else copied
+// from the input by position. Cost: O(n) per radix digit; O(n log n) introsort. Memory: the buffers.
 
 #include "simd-inl.h"
 
@@ -28,17 +32,23 @@ inline void swap_values(T& a, T& b) {
   b = t;
 }
 
-// Packed element: key << 32 | position; compares by key only.
+// How packed elements compare: by key only (torch's comparator), or as whole integers (key, then
+// position: unique, hence the stable order).
+enum class PackedOrder { kByKey, kByElement };
+
+template <PackedOrder kOrder>
 struct PackedOps {
   using Element = uint64_t;
-  static bool less(uint64_t a, uint64_t b) { return (a >> 32) < (b >> 32); }
+  static constexpr uint64_t kCompared = kOrder == PackedOrder::kByKey ? ~kLowHalf : ~uint64_t{0};
+  static bool less(uint64_t a, uint64_t b) { return (a & kCompared) < (b & kCompared); }
   static uint64_t position(uint64_t e) { return e & kLowHalf; }
   static unsigned digit(uint64_t e, int d) { return (e >> (32 + 8 * d)) & 0xFF; }
   static uint64_t* partition(uint64_t* first, uint64_t* last, uint64_t pivot);
-  static void sort_leaf(uint64_t* first, uint64_t* last) { stable_sort_leaf(first, last - first); }
+  static void sort_leaf(uint64_t* first, uint64_t* last) {
+    stable_sort_leaf<kOrder == PackedOrder::kByElement>(first, last - first);
+  }
 };
 
-// Element of a row whose 64-bit keys span 2^32 or more.
 struct WideElement {
   uint64_t key;
   uint64_t position;
@@ -78,6 +88,20 @@ typename Ops::Element* radix_sort(typename Ops::Element* src, typename Ops::Elem
     swap_values(src, dst);
   }
   return src;
+}
+
+// radix_sort over the `digits` (1..8) low digits the keys need.
+template <typename Ops>
+typename Ops::Element* radix_sort(typename Ops::Element* src, typename Ops::Element* dst, int64_t n,
+                                  int digits) {
+  switch (digits) {
+    case 1: return radix_sort<Ops, 1>(src, dst, n);
+    case 2: return radix_sort<Ops, 2>(src, dst, n);
+    case 3: return radix_sort<Ops, 3>(src, dst, n);
+    case 4: return radix_sort<Ops, 4>(src, dst, n);
+  }
+  if constexpr (std::is_same_v<typename Ops::Element, WideElement>) return radix_sort<Ops, 8>(src, dst, n);
+  return src;  // unreachable: packed keys have at most 4 digits
 }
 
 template <typename Ops>
@@ -126,9 +150,10 @@ inline WideElement* WideOps::partition(WideElement* first, WideElement* last, Wi
 // right stop, whose swapped-in element is >= pivot), the right front at the previous element <= pivot;
 // once the right stop is at or left of the left stop the fronts have crossed and the left stop is
 // the cut. Hence the same swaps and the same cut as the loop above, without a branch per element.
-inline uint64_t* PackedOps::partition(uint64_t* first, uint64_t* last, uint64_t pivot) {
-  const uint64_t not_less = pivot & ~kLowHalf;    // x >= not_less  <=>  !less(x, pivot)
-  const uint64_t not_greater = pivot | kLowHalf;  // x <= not_greater  <=>  !less(pivot, x)
+template <PackedOrder kOrder>
+uint64_t* PackedOps<kOrder>::partition(uint64_t* first, uint64_t* last, uint64_t pivot) {
+  const uint64_t not_less = pivot & kCompared;                  // x >= it  <=>  !less(x, pivot)
+  const uint64_t not_greater = pivot | (~kCompared);            // x <= it  <=>  !less(pivot, x)
   uint64_t* left_block = first;
   uint64_t left_stops = not_below_mask64(left_block, not_less);
   uint64_t* right_top = last;  // right_stops bit i stands for right_top[-1 - i]
@@ -193,93 +218,163 @@ void libstdcxx_introsort(E* first, int64_t n) {
 
 // ---- one row -----------------------------------------------------------------------------------
 
+// Rows this long or longer are assumed to hold equal keys (real data of this size nearly always
+// does): the radix attempt that could prove otherwise is skipped.
+inline constexpr int64_t kTiesAssumedLength = 16384;
+// Up to this length a comparison sort beats the radix sort's fixed cost (256 counters per digit).
+inline constexpr int64_t kShortRowLength = 256;
+
 template <typename Bits>
-Bits load_bits(const void* base, int64_t i) {
+inline Bits load_bits(const void* base, int64_t i) {
   Bits b;
   std::memcpy(&b, static_cast<const char*>(base) + i * static_cast<int64_t>(sizeof(Bits)), sizeof b);
   return b;
 }
 
-template <typename Ops, typename Bits>
-void write_output(const RowJob& job, const typename Ops::Element* sorted) {
-  Bits* values = static_cast<Bits*>(job.values);
-  if (job.values_stride == 1 && job.indices_stride == 1) {
-    for (int64_t i = 0; i < job.n; ++i) {
-      const int64_t pos = static_cast<int64_t>(Ops::position(sorted[i]));
-      job.indices[i] = pos;
-      values[i] = load_bits<Bits>(job.input, pos * job.input_stride);
-    }
-    return;
+template <typename Format, bool kDescending>
+struct Row {
+  using Bits = typename Format::Bits;
+  const RowJob& job;
+
+  Bits key(int64_t i) const { return sort_key<Format, kDescending>(input(i)); }
+  Bits input(int64_t i) const { return load_bits<Bits>(job.input, i * job.input_stride); }
+};
+
+// What one pass over a row's keys tells: their range, and whether values can be rebuilt from keys.
+struct KeyScan {
+  uint64_t lo = ~uint64_t{0};
+  uint64_t hi = 0;
+  bool invertible = true;
+};
+
+template <typename Format, bool kDescending>
+KeyScan scan_keys(const Row<Format, kDescending>& row) {
+  using Bits = typename Format::Bits;
+  Bits lo = Bits(~Bits(0)), hi = 0;
+  bool invertible = true;
+  auto visit = [&](Bits bits) {
+    const Bits k = sort_key<Format, kDescending>(bits);
+    lo = k < lo ? k : lo;
+    hi = k > hi ? k : hi;
+    invertible &= key_is_invertible<Format>(bits);
+  };
+  if (row.job.input_stride == 1) {
+    const Bits* in = static_cast<const Bits*>(row.job.input);
+    for (int64_t i = 0; i < row.job.n; ++i) visit(in[i]);
+  } else {
+    for (int64_t i = 0; i < row.job.n; ++i) visit(row.input(i));
   }
-  for (int64_t i = 0; i < job.n; ++i) {
-    const int64_t pos = static_cast<int64_t>(Ops::position(sorted[i]));
-    job.indices[i * job.indices_stride] = pos;
-    values[i * job.values_stride] = load_bits<Bits>(job.input, pos * job.input_stride);
+  return {lo, hi, invertible};
+}
+
+template <typename Format, bool kDescending>
+void fill_packed(const Row<Format, kDescending>& row, uint64_t lo, uint64_t* out) {
+  using Bits = typename Format::Bits;
+  auto packed = [lo](Bits bits, int64_t i) {
+    return ((uint64_t{sort_key<Format, kDescending>(bits)} - lo) << 32) | static_cast<uint64_t>(i);
+  };
+  if (row.job.input_stride == 1) {
+    const Bits* in = static_cast<const Bits*>(row.job.input);
+    for (int64_t i = 0; i < row.job.n; ++i) out[i] = packed(in[i], i);
+  } else {
+    for (int64_t i = 0; i < row.job.n; ++i) out[i] = packed(row.input(i), i);
   }
 }
 
-// Rows this long or longer are assumed to hold equal keys (real data of this size nearly always
-// does): the radix attempt that could prove otherwise is skipped.
-inline constexpr int64_t kTiesAssumedLength = 16384;
-
-// Sorts elements[0, n) (built by `fill`, which may be called again) and writes the outputs.
-template <typename Ops, typename Bits, int kDigits, typename Fill>
-void sort_elements(const RowJob& job, typename Ops::Element* a, typename Ops::Element* b,
-                   bool ties_likely, const Fill& fill) {
-  const int64_t n = job.n;
-  fill(a);
-  if (n <= kIntrosortThreshold) {  // std::sort is insertion sort here: the stable order either way
-    Ops::sort_leaf(a, a + n);
-    write_output<Ops, Bits>(job, a);
-    return;
-  }
-  const bool introsort_order = job.ties == TieOrder::kIntrosort;
-  ties_likely |= n >= kTiesAssumedLength || __atomic_load_n(job.ties_seen, __ATOMIC_RELAXED);
-  if (!introsort_order || !ties_likely) {
-    const auto* sorted = radix_sort<Ops, kDigits>(a, b, n);
-    if (!introsort_order || !has_equal_neighbours<Ops>(sorted, n)) {
-      write_output<Ops, Bits>(job, sorted);
-      return;
+template <typename Format, bool kDescending, typename Ops>
+void write_output(const Row<Format, kDescending>& row, const typename Ops::Element* sorted,
+                  uint64_t lo, bool rebuild_values) {
+  using Bits = typename Format::Bits;
+  const RowJob& job = row.job;
+  Bits* values = static_cast<Bits*>(job.values);
+  auto value = [&](const typename Ops::Element& e) -> Bits {
+    if constexpr (std::is_same_v<typename Ops::Element, uint64_t>) {
+      if (rebuild_values) return bits_of_key<Format, kDescending>(Bits((e >> 32) + lo));
     }
-    __atomic_store_n(job.ties_seen, 1, __ATOMIC_RELAXED);  // later rows skip the attempt
-    fill(a);
+    return row.input(static_cast<int64_t>(Ops::position(e)));
+  };
+  if (job.values_stride == 1 && job.indices_stride == 1) {
+    for (int64_t i = 0; i < job.n; ++i) {
+      job.indices[i] = static_cast<int64_t>(Ops::position(sorted[i]));
+      values[i] = value(sorted[i]);
+    }
+  } else {
+    for (int64_t i = 0; i < job.n; ++i) {
+      job.indices[i * job.indices_stride] = static_cast<int64_t>(Ops::position(sorted[i]));
+      values[i * job.values_stride] = value(sorted[i]);
+    }
   }
-  libstdcxx_introsort<Ops>(a, n);
-  write_output<Ops, Bits>(job, a);
+}
+
+template <typename Format, bool kDescending>
+void sort_packed(const Row<Format, kDescending>& row, const KeyScan& scan) {
+  using ByKey = PackedOps<PackedOrder::kByKey>;
+  const RowJob& job = row.job;
+  const int64_t n = job.n;
+  const uint64_t range = scan.hi - scan.lo;
+  const bool rebuild = scan.invertible;
+  uint64_t* a = job.buffer_a;
+  fill_packed(row, scan.lo, a);
+  auto done = [&](const uint64_t* sorted) { write_output<Format, kDescending, ByKey>(row, sorted, scan.lo, rebuild); };
+
+  if (n <= kIntrosortThreshold) {
+    ByKey::sort_leaf(a, a + n);
+    return done(a);
+  }
+  const int digits = (64 - __builtin_clzll(range | 1) + 7) / 8;
+  if (job.ties == TieOrder::kStable) {
+    if (n <= kShortRowLength) {
+      libstdcxx_introsort<PackedOps<PackedOrder::kByElement>>(a, n);
+      return done(a);
+    }
+    return done(radix_sort<ByKey>(a, job.buffer_b, n, digits));
+  }
+  const bool ties_certain = range + 1 < static_cast<uint64_t>(n);
+  const bool try_radix = !ties_certain && n > kShortRowLength && n < kTiesAssumedLength &&
+                         !__atomic_load_n(job.ties_seen, __ATOMIC_RELAXED);
+  if (try_radix) {
+    const uint64_t* sorted = radix_sort<ByKey>(a, job.buffer_b, n, digits);
+    if (!has_equal_neighbours<ByKey>(sorted, n)) return done(sorted);
+    __atomic_store_n(job.ties_seen, 1, __ATOMIC_RELAXED);  // later rows skip the attempt
+    fill_packed(row, scan.lo, a);
+  }
+  libstdcxx_introsort<ByKey>(a, n);
+  done(a);
+}
+
+// 64-bit keys spanning 2^32 or more: (key, position) pairs, never rebased.
+template <typename Format, bool kDescending>
+void sort_wide(const Row<Format, kDescending>& row) {
+  const RowJob& job = row.job;
+  const int64_t n = job.n;
+  auto* a = reinterpret_cast<WideElement*>(job.buffer_a);
+  auto* b = reinterpret_cast<WideElement*>(job.buffer_b);
+  for (int64_t i = 0; i < n; ++i) a[i] = {row.key(i), static_cast<uint64_t>(i)};
+  auto done = [&](const WideElement* sorted) { write_output<Format, kDescending, WideOps>(row, sorted, 0, false); };
+  if (n <= kIntrosortThreshold) {
+    WideOps::sort_leaf(a, a + n);
+    return done(a);
+  }
+  if (job.ties == TieOrder::kStable) return done(radix_sort<WideOps, 8>(a, b, n));
+  if (n < kTiesAssumedLength && !__atomic_load_n(job.ties_seen, __ATOMIC_RELAXED)) {
+    const WideElement* sorted = radix_sort<WideOps, 8>(a, b, n);
+    if (!has_equal_neighbours<WideOps>(sorted, n)) return done(sorted);
+    __atomic_store_n(job.ties_seen, 1, __ATOMIC_RELAXED);
+    for (int64_t i = 0; i < n; ++i) a[i] = {row.key(i), static_cast<uint64_t>(i)};
+  }
+  libstdcxx_introsort<WideOps>(a, n);
+  done(a);
 }
 
 template <typename Format, bool kDescending>
 void sort_row_typed(const RowJob& job) {
-  using Bits = typename Format::Bits;
-  const int64_t n = job.n, stride = job.input_stride;
-  auto key_at = [&](int64_t i) { return sort_key<Format, kDescending>(load_bits<Bits>(job.input, i * stride)); };
-
-  if constexpr (Format::key_bits <= 32) {
-    // Narrow keys leave no doubt about ties once a row is longer than 1/16 of the key space.
-    const bool ties_likely = Format::key_bits <= 16 && n > (int64_t{1} << Format::key_bits) / 16;
-    auto fill = [&](uint64_t* out) {
-      for (int64_t i = 0; i < n; ++i) out[i] = (uint64_t{key_at(i)} << 32) | static_cast<uint64_t>(i);
-    };
-    sort_elements<PackedOps, Bits, Format::key_bits / 8>(job, job.buffer_a, job.buffer_b, ties_likely, fill);
-  } else {
-    uint64_t lo = ~uint64_t{0}, hi = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const uint64_t k = key_at(i);
-      lo = k < lo ? k : lo;
-      hi = k > hi ? k : hi;
-    }
-    if (n == 0 || hi - lo <= kLowHalf) {
-      auto fill = [&](uint64_t* out) {
-        for (int64_t i = 0; i < n; ++i) out[i] = ((key_at(i) - lo) << 32) | static_cast<uint64_t>(i);
-      };
-      sort_elements<PackedOps, Bits, 4>(job, job.buffer_a, job.buffer_b, false, fill);
-    } else {
-      auto fill = [&](WideElement* out) {
-        for (int64_t i = 0; i < n; ++i) out[i] = {key_at(i), static_cast<uint64_t>(i)};
-      };
-      sort_elements<WideOps, Bits, 8>(job, reinterpret_cast<WideElement*>(job.buffer_a),
-                                      reinterpret_cast<WideElement*>(job.buffer_b), false, fill);
-    }
+  const Row<Format, kDescending> row{job};
+  const KeyScan scan = scan_keys(row);
+  if (job.n == 0) return;
+  if (scan.hi - scan.lo <= kLowHalf) {
+    sort_packed(row, scan);
+  } else if constexpr (Format::key_bits == 64) {
+    sort_wide(row);
   }
 }
 

@@ -4,8 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <utility>
-
+#include <type_traits>
 
 #include "sort/sort_keys.h"
 #include "sort/sort_row.h"
