@@ -6,6 +6,7 @@ drop-in replacement must give the very same bits (NaN payloads and the sign of z
 
 from __future__ import annotations
 
+import struct
 import sys
 
 import torch
@@ -26,7 +27,11 @@ def first_difference(expected, actual, where: str = "output") -> str | None:
         if list(expected) != list(actual):
             return f"{where}: keys {list(expected)} expected, got {list(actual)}"
         return _first_of(first_difference(expected[k], actual[k], f"{where}[{k!r}]") for k in expected)
-    return None if expected == actual else f"{where}: {expected!r} expected, got {actual!r}"
+    if isinstance(expected, float):  # by bits too: nan != nan, and -0.0 == 0.0
+        same = struct.pack("<d", expected) == struct.pack("<d", actual)
+    else:
+        same = expected == actual
+    return None if same else f"{where}: {expected!r} expected, got {actual!r}"
 
 
 def bit_exact(expected, actual) -> bool:
@@ -40,9 +45,12 @@ def _first_of(differences) -> str | None:
 def _tensor_difference(expected: torch.Tensor, actual, where: str) -> str | None:
     if not isinstance(actual, torch.Tensor):
         return f"{where}: Tensor expected, got {type(actual).__name__}"
-    for what, e, a in (("dtype", expected.dtype, actual.dtype),
+    # Layout counts too: callers can observe strides and offsets (is_contiguous, views, data_ptr).
+    for what, e, a in (("dtype", expected.dtype, actual.dtype), ("device", expected.device, actual.device),
+                       ("layout", expected.layout, actual.layout),
                        ("shape", tuple(expected.shape), tuple(actual.shape)),
-                       ("strides", _strides(expected), _strides(actual))):
+                       ("strides", expected.stride(), actual.stride()),
+                       ("storage offset", expected.storage_offset(), actual.storage_offset())):
         if e != a:
             return f"{where}: {what} {e} expected, got {a}"
     if expected.numel() == 0:
@@ -54,13 +62,8 @@ def _tensor_difference(expected: torch.Tensor, actual, where: str) -> str | None
     first = int(differs.nonzero()[0])
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(first), expected.shape))
     return (f"{where}: {int(differs.sum())} of {expected.numel()} elements differ, first at {index}: "
-            f"{_describe(expected, expected_bytes, first)} expected, got {_describe(actual, actual_bytes, first)}")
-
-
-def _strides(t: torch.Tensor) -> tuple:
-    # A dim of size 0 or 1 never moves the address, so its stride is free (torch itself is not
-    # consistent about it) and no caller can observe it in the data.
-    return tuple(s if n > 1 else None for n, s in zip(t.shape, t.stride()))
+            f"{_describe(expected, expected_bytes, first)} expected, "
+            f"got {_describe(actual, actual_bytes, first)}")
 
 
 def _element_bytes(t: torch.Tensor) -> torch.Tensor:

@@ -61,8 +61,7 @@ class KwkerCounts:
 class Side:
     """torch or Kwker: runs the call with Kwker switched off or on, keeps its times and counters."""
 
-    def __init__(self, name: str, switch):
-        self.name = name
+    def __init__(self, switch):
         self.switch = switch  # the kto context manager that sets this side's Kwker state
         self.times_s: list[float] = []
         self.counts = KwkerCounts()
@@ -90,7 +89,7 @@ class Side:
 def measure(entry: BenchInput, policy: RepeatPolicy) -> dict:
     """Checks and times one input; returns its record (see report.py for the fields)."""
     with _garbage_collector_paused():
-        torch_side, kwker_side = Side("torch", kto.disabled), Side("kwker", kto.accelerated)
+        torch_side, kwker_side = Side(kto.disabled), Side(kto.accelerated)
         arguments, difference = _check(entry, torch_side, kwker_side)
         for side in (torch_side, kwker_side):  # warm-up: caches, Kwker's per-thread buffers
             side.run(entry, arguments)
@@ -105,7 +104,8 @@ def _check(entry: BenchInput, torch_side: Side, kwker_side: Side):
     timed runs, and the first difference (None when bit-exact)."""
     torch_arguments, kwker_arguments = entry.make_arguments(), entry.make_arguments()
     if first_difference(torch_arguments, kwker_arguments) is not None:
-        raise RuntimeError("corpus error: two builds of the arguments differ; the builder must be deterministic")
+        raise RuntimeError("corpus error: two builds of the arguments differ; "
+                           "the builder must be deterministic")
     expected, _ = torch_side.run(entry, torch_arguments)
     actual, _ = kwker_side.run(entry, kwker_arguments)
     difference = (first_difference(expected, actual)
@@ -146,6 +146,10 @@ def describe_arguments(arguments: tuple) -> dict:
 def _record(entry, arguments, torch_side: Side, kwker_side: Side, difference) -> dict:
     torch_times, kwker_times = torch_side.summary(), kwker_side.summary()
     counts = kwker_side.counts
+    if torch_side.counts.served and difference is None:
+        # Then the torch column did not time torch, and the comparison proved nothing.
+        difference = (f"Kwker served {torch_side.counts.served} calls inside kto.disabled(): "
+                      "the torch side is not torch")
     return {
         "id": entry.id, "family": entry.family, "op": entry.op, "origin": entry.origin,
         **describe_arguments(arguments),
@@ -155,7 +159,6 @@ def _record(entry, arguments, torch_side: Side, kwker_side: Side, difference) ->
         "served": _served_fraction(counts),
         "kwker_calls": counts.calls, "kwker_served_calls": counts.served,
         "fallback_reasons": dict(counts.fallback_reasons),
-        # Calls Kwker served while switched off: would mean the torch column did not time torch.
         "torch_side_served_by_kwker": torch_side.counts.served,
         "error": None,
     }

@@ -22,6 +22,10 @@ import torch
 import kwker
 from .. import _native
 
+# An input whose interquartile range exceeds this share of its median has untrustworthy times
+# (usually other processes preempting the run); the summary names such inputs.
+NOISY_IQR_PERCENT = 25
+
 COLUMNS = (("id", 38, "<"), ("op", 22, "<"), ("shape", 12, "<"), ("dtype", 8, "<"), ("torch ms", 9, ">"),
            ("kwker ms", 9, ">"), ("ratio", 7, ">"), ("iqr%", 5, ">"), ("exact", 5, ">"), ("served", 6, ">"))
 
@@ -59,8 +63,8 @@ def run_metadata() -> dict:
 
 
 def header_lines(metadata: dict) -> list[str]:
-    lines = [f"kwker bench: {metadata['cpu']}, {metadata['threads']} thread(s), torch {metadata['torch_version']}, "
-             f"kwker {metadata['kwker_version']}",
+    lines = [f"kwker bench: {metadata['cpu']}, {metadata['threads']} thread(s), "
+             f"torch {metadata['torch_version']}, kwker {metadata['kwker_version']}",
              "load average {:.2f} {:.2f} {:.2f}".format(*metadata["load_average"])]
     if metadata["kwker_available"]:
         lines.append(f"kwker ISA {metadata['kwker_isa']} (CPU supports {metadata['kwker_detected_isa']})")
@@ -71,11 +75,13 @@ def header_lines(metadata: dict) -> list[str]:
 
 
 def table_header() -> str:
-    return _row_line([name for name, _, _ in COLUMNS]) + "\n" + "-" * (sum(w for _, w, _ in COLUMNS) + len(COLUMNS) - 1)
+    width = sum(w for _, w, _ in COLUMNS) + len(COLUMNS) - 1
+    return _row_line([name for name, _, _ in COLUMNS]) + "\n" + "-" * width
 
 
 def table_row(record: dict) -> str:
-    """The record's line, plus a line saying what differs or what failed when it is not exact."""
+    """The record's line, plus lines saying what differs or failed when it is not exact, and why
+    Kwker did not serve every call when it did not."""
     timed = record["error"] is None
     cells = [record["id"], record["op"], _shape(record["shape"]), record["dtype"] or "-",
              _ms(record["torch"]["median_ms"]) if timed else "-",
@@ -89,8 +95,9 @@ def table_row(record: dict) -> str:
         line += f"\n    error: {record['error']}"
     elif record["difference"]:
         line += f"\n    not bit-exact: {record['difference']}"
-    if record["served"] is not None and record["served"] < 1 and record["fallback_reasons"]:
-        line += f"\n    fell back to torch: {record['fallback_reasons']}"
+    if record["served"] is not None and record["served"] < 1:
+        line += (f"\n    fell back to torch: {record['fallback_reasons']}" if record["fallback_reasons"]
+                 else "\n    no call reached Kwker's kernels")
     return line
 
 
@@ -108,6 +115,8 @@ def summarize(records: list[dict], metadata: dict) -> dict:
         "not_exact": [r["id"] for r in records if not r["exact"]],
         "errors": [r["id"] for r in records if r["error"]],
         "not_fully_served": [r["id"] for r in records if r["served"] is not None and r["served"] < 1],
+        "noisy": [r["id"] for r in timed if _noise_percent(r) > NOISY_IQR_PERCENT],
+        "load_average_at_end": list(os.getloadavg()),
         "kwker_available": metadata["kwker_available"],
     }
     summary["verdict"] = verdict(summary)
@@ -124,9 +133,12 @@ def verdict(summary: dict) -> str:
     parts = [head]
     if summary["median_ratio"] is not None:
         worst = summary["worst"]
-        parts.append(f"median speed-up {summary['median_ratio']:.2f}x, worst {worst['ratio']:.2f}x ({worst['id']})")
+        parts.append(f"median speed-up {summary['median_ratio']:.2f}x, "
+                     f"worst {worst['ratio']:.2f}x ({worst['id']})")
     if summary["not_fully_served"]:
         parts.append(f"{len(summary['not_fully_served'])} input(s) not fully served by Kwker")
+    if summary["noisy"]:
+        parts.append(f"{len(summary['noisy'])} input(s) with noisy times")
     if not summary["kwker_available"]:
         parts.append("kwker native library unavailable: both sides ran torch")
     return "verdict: " + "; ".join(parts)
@@ -141,47 +153,72 @@ def summary_lines(summary: dict) -> list[str]:
     lines.append(f"not bit-exact: {len(summary['not_exact'])} of {summary['inputs']}")
     if summary["not_fully_served"]:
         lines.append("not fully served by Kwker: " + ", ".join(summary["not_fully_served"]))
+    if summary["noisy"]:
+        lines.append(f"noisy times (iqr over {NOISY_IQR_PERCENT}% of the median; load average at the end "
+                     "{:.2f}, is the machine busy?): ".format(summary["load_average_at_end"][0])
+                     + ", ".join(summary["noisy"]))
     lines.append(summary["verdict"])
     return lines
 
 
 def write_json(path: pathlib.Path, metadata: dict, summary: dict, records: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"metadata": metadata, "summary": summary, "records": records}, indent=2) + "\n")
+    results = {"metadata": metadata, "summary": summary, "records": records}
+    path.write_text(json.dumps(results, indent=2) + "\n")
 
 
 def write_plot(path: pathlib.Path, metadata: dict, summary: dict, records: list[dict]) -> None:
-    """Horizontal log-scale bars of the speed-up per input, best at the top, colored by op family;
-    inputs that are not bit-exact are hatched and labelled."""
+    """Log-scale bars from 1x to each input's speed-up, best at the top, colored by op family; inputs
+    that are not bit-exact are hatched in red and labelled."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display on benchmark machines
+    import matplotlib.patches
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     timed = sorted((r for r in records if r["ratio"] is not None), key=lambda r: r["ratio"])
     families = list(dict.fromkeys(r["family"] for r in timed))
     colors = {f: plt.get_cmap("tab10")(i % 10) for i, f in enumerate(families)}
-    fig, ax = plt.subplots(figsize=(10, 1.6 + 0.24 * len(timed)))
-    bars = ax.barh(range(len(timed)), [r["ratio"] for r in timed], color=[colors[r["family"]] for r in timed])
+    ratios = [r["ratio"] for r in timed]
+    fig, ax = plt.subplots(figsize=(10, 1.8 + 0.24 * len(timed)))
+    # Bars start at 1x so that slower-than-torch inputs point left and stand out.
+    bars = ax.barh(range(len(timed)), [ratio - 1 for ratio in ratios], left=1,
+                   color=[colors[r["family"]] for r in timed])
     for bar, r in zip(bars, timed):
         if not r["exact"]:
             bar.set_hatch("xx")
             bar.set_edgecolor("red")
+        ax.annotate(f"{r['ratio']:.2f}x", (r["ratio"], bar.get_y() + bar.get_height() / 2), fontsize=6,
+                    xytext=(3 if r["ratio"] >= 1 else -3, 0), textcoords="offset points", va="center",
+                    ha="left" if r["ratio"] >= 1 else "right")
     ax.set_yticks(range(len(timed)), [r["id"] + ("" if r["exact"] else "  NOT EXACT") for r in timed],
                   fontsize=7)
+    ax.set_ylim(-0.7, len(timed) - 0.3)
     ax.set_xscale("log")
+    ax.set_xlim(min(0.5, min(ratios, default=1) / 1.5), max(2.0, max(ratios, default=1) * 1.5))
+    ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1, 2, 5)))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}x"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.axvline(1.0, color="black", linewidth=1)
-    ax.set_xlabel("speed-up: torch median time / Kwker median time (log scale; 1 = same speed)")
-    isa = metadata["kwker_isa"] or "native library unavailable"
-    ax.set_title(f"Kwker vs torch, {metadata['threads']} thread(s): {summary['verdict'].removeprefix('verdict: ')}\n"
-                 f"{metadata['cpu']}; torch {metadata['torch_version']}, kwker {metadata['kwker_version']} ({isa})",
-                 fontsize=8, wrap=True)
+    ax.set_xlabel("speed-up: torch median time / Kwker median time (log scale)")
+    ax.set_title(_plot_title(metadata, summary), fontsize=8)
     ax.legend(handles=[matplotlib.patches.Patch(color=colors[f], label=f) for f in families],
               loc="lower right", fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _plot_title(metadata: dict, summary: dict) -> str:
+    speed = (f"median {summary['median_ratio']:.2f}x, worst {summary['worst']['ratio']:.2f}x"
+             if summary["median_ratio"] is not None else "no input timed")
+    isa = f"ISA {metadata['kwker_isa']}" if metadata["kwker_available"] else \
+        "NATIVE LIBRARY UNAVAILABLE: both sides ran torch"
+    return (f"Kwker vs torch, {metadata['threads']} thread(s): {speed}, "
+            f"{len(summary['not_exact'])} of {summary['inputs']} not bit-exact\n"
+            f"{metadata['cpu']}; torch {metadata['torch_version']}, kwker {metadata['kwker_version']}, {isa}")
 
 
 def _row_line(cells) -> str:
