@@ -54,6 +54,18 @@ std::vector<Layout> strided_layouts(int64_t n) {
     out.push_back(l);
   }
   {
+    // Four outer dims (one of size 1), each tensor with its own physical dim order:
+    // input [c][i][a][d][b], values [a][c][d][i] with gaps, indices [d][i][c][a].
+    Layout l;
+    l.name = "4d_outer_permuted";
+    l.outer_sizes = {2, 1, 3, 2};
+    l.input = {4, {2, 1, 4 * n, 1}, 1};
+    const int64_t vd = n + 2, vc = 2 * vd + 1, va = 3 * vc + 3;
+    l.values = {1, {va, 0, vc, vd}, 1};
+    l.indices = {6, {1, 99, 2, 6 * n}, 0};
+    out.push_back(l);
+  }
+  {
     Layout l;
     l.name = "broadcast_input";
     l.outer_sizes = {4};
@@ -158,6 +170,40 @@ TEST(SortEdge, EmptyProblemsWriteNothing) {
   }
 }
 
+// Within one call, a row with equal keys makes later rows skip the radix attempt: rows without ties
+// after rows with ties (and the reverse) must still come out exactly as the oracle says.
+TEST(SortRows, TieStateCarriedAcrossRows) {
+  std::mt19937_64 rng(0x71E5);
+  int failures = 0;
+  for (DType d : {DType::kInt16, DType::kBFloat16, DType::kInt32, DType::kFloat32, DType::kInt64,
+                  DType::kFloat64}) {
+    for (SortOrder order : {SortOrder::kAscending, SortOrder::kDescending}) {
+      for (int64_t n : {17, 64, 100, 1000, 4097}) {
+        for (int pattern = 0; pattern < 3; ++pattern) {
+          Generator gen(d, rng);
+          Layout l;
+          l.name = pattern == 0 ? "ties_then_distinct" : pattern == 1 ? "distinct_then_ties" : "alternating";
+          const int64_t rows = 6;
+          l.outer_sizes = {rows};
+          l.input = {1, {n}, 1};
+          l.values = {1, {n}, 0};
+          l.indices = {1, {n}, 1};
+          auto make_row = [&](int64_t r) {
+            const bool ties_row = pattern == 0 ? r < 2 : pattern == 1 ? r >= 4 : r % 2 == 0;
+            if (ties_row) return gen.generate(r % 4 == 0 ? Dist::kFewDistinct : Dist::kKillerTies, n, order);
+            // Distinct keys: a shuffled strictly increasing sequence, or the killer.
+            return gen.generate(r % 3 == 0 ? Dist::kKiller : Dist::kPermutation, n, order);
+          };
+          if (!check_sort(d, order, TieOrder::kIntrosort, n, l, make_row,
+                          describe(d, order, TieOrder::kIntrosort, n, "ties/distinct rows", l.name))) {
+            if (++failures >= 5) FAIL() << "giving up";
+          }
+        }
+      }
+    }
+  }
+}
+
 // ---- a real multi-threaded parallel_for -----------------------------------------------------------
 
 void two_thread_for(int64_t begin, int64_t end, int64_t grain, void* context, kwker::ParallelBody body) {
@@ -198,6 +244,34 @@ TEST(SortThreads, RowsOverTwoThreadsMatchOracle) {
         l.indices = {rows, {1}, 1};  // transposed indices
         auto make_row = [&](int64_t r) { return gen.generate(dists[r % dists.size()], n, order); };
         if (!check_sort(d, order, ties, n, l, make_row, describe(d, order, ties, n, "per-row mix", l.name))) {
+          if (++failures >= 5) FAIL() << "giving up";
+        }
+      }
+    }
+  }
+}
+
+// Chunks of rows that start in the middle of a multi-dim outer index (grain 32768 / n rows).
+TEST(SortThreads, ChunksStartingMidOuterIndex) {
+  ParallelForGuard guard(&two_thread_for);
+  std::mt19937_64 rng(0xC4A2);
+  int failures = 0;
+  for (int64_t n : {6000, 33000, 1000}) {  // grain 5, 1, 32
+    for (DType d : {DType::kInt32, DType::kFloat64, DType::kBFloat16}) {
+      for (TieOrder ties : {TieOrder::kStable, TieOrder::kIntrosort}) {
+        Generator gen(d, rng);
+        const std::vector<Dist> dists = dists_for(d);
+        Layout l;
+        l.name = "3d_outer_over_threads";
+        l.outer_sizes = n == 1000 ? std::vector<int64_t>{5, 7, 3} : std::vector<int64_t>{2, 3, 2};
+        const int64_t s0 = l.outer_sizes[0], s1 = l.outer_sizes[1], s2 = l.outer_sizes[2];
+        // input [i][d2][d0][d1]; values [d1][d0][d2][i]; indices [d2][d1][d0][i]
+        l.input = {s2 * s0 * s1, {s1, 1, s0 * s1}, 1};
+        l.values = {1, {s2 * n, s0 * s2 * n, n}, 1};
+        l.indices = {1, {n, s0 * n, s0 * s1 * n}, 0};
+        auto make_row = [&](int64_t r) { return gen.generate(dists[(r * 5) % dists.size()], n, SortOrder::kAscending); };
+        if (!check_sort(d, SortOrder::kAscending, ties, n, l, make_row,
+                        describe(d, SortOrder::kAscending, ties, n, "per-row mix", l.name))) {
           if (++failures >= 5) FAIL() << "giving up";
         }
       }

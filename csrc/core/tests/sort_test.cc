@@ -17,7 +17,11 @@
 namespace kwker_test {
 namespace {
 
-constexpr int64_t kSizes[] = {0, 1, 2, 15, 16, 17, 31, 32, 33, 100, 1000, 4097, 70000};
+// Around: the leaf / insertion-sort threshold (16), the 64-element partition mask blocks, the 16-bit
+// "ties likely" threshold (4096) and the length from which ties are assumed (16384).
+constexpr int64_t kSizes[] = {0,   1,   2,    3,    7,    8,     9,     15,    16, 17,
+                              31,  32,  33,   63,   64,   65,    100,   129,   1000,
+                              4097, 16383, 16384, 70000};
 
 uint64_t seed_for(DType d, SortOrder o, TieOrder t) {
   return 0x5EED0000ull ^ (static_cast<uint64_t>(d) << 8) ^ (static_cast<uint64_t>(o) << 4) ^
@@ -142,6 +146,11 @@ struct LargeCase {
   TieOrder ties;
   Dist dist;
 };
+
+void PrintTo(const LargeCase& c, std::ostream* os) {
+  *os << dtype_name(c.dtype) << "/" << order_name(c.order) << "/" << ties_name(c.ties) << "/"
+      << dist_name(c.dist);
+}
 
 class SortLarge : public ::testing::TestWithParam<LargeCase> {};
 

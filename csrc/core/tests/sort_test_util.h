@@ -242,6 +242,7 @@ inline std::vector<int64_t> oracle_permutation(DType d, const std::vector<uint64
 enum class Dist {
   kRandom,         // uniformly random bits (floats: includes NaN / inf / subnormals)
   kRandomFinite,   // floats: random bits, no NaN / inf
+  kPermutation,    // a shuffled strictly increasing sequence: distinct keys where the dtype allows
   kSorted,         // random values, sorted ascending
   kReversed,       // random values, sorted descending
   kAllEqual,
@@ -268,6 +269,7 @@ inline const char* dist_name(Dist d) {
   switch (d) {
     case Dist::kRandom: return "random";
     case Dist::kRandomFinite: return "random_finite";
+    case Dist::kPermutation: return "permutation";
     case Dist::kSorted: return "sorted";
     case Dist::kReversed: return "reversed";
     case Dist::kAllEqual: return "all_equal";
@@ -293,7 +295,7 @@ inline const char* dist_name(Dist d) {
 }
 
 inline std::vector<Dist> dists_for(DType d) {
-  std::vector<Dist> out = {Dist::kRandom,   Dist::kSorted,    Dist::kReversed,
+  std::vector<Dist> out = {Dist::kRandom,   Dist::kPermutation, Dist::kSorted,    Dist::kReversed,
                            Dist::kAllEqual, Dist::kFewDistinct, Dist::kSawtooth,
                            Dist::kOrganPipe, Dist::kKiller,   Dist::kKillerTies};
   if (kwker::is_floating(d)) {
@@ -482,6 +484,13 @@ class Generator {
       case Dist::kRandomFinite:
         for (auto& x : v) x = random_finite();
         break;
+      case Dist::kPermutation: {
+        std::vector<int64_t> ranks(v.size());
+        std::iota(ranks.begin(), ranks.end(), 0);
+        std::shuffle(ranks.begin(), ranks.end(), rng_);
+        for (int64_t i = 0; i < n; ++i) v[i] = value_of_rank(d_, ranks[i], n);
+        break;
+      }
       case Dist::kSorted:
       case Dist::kReversed: {
         std::vector<uint64_t> r(v.size());
@@ -846,3 +855,10 @@ inline std::string describe(DType d, SortOrder o, TieOrder t, int64_t n, const c
 }
 
 }  // namespace kwker_test
+
+// Readable test parameters in gtest's output (found by argument-dependent lookup).
+namespace kwker {
+inline void PrintTo(DType d, std::ostream* os) { *os << kwker_test::dtype_name(d); }
+inline void PrintTo(SortOrder o, std::ostream* os) { *os << kwker_test::order_name(o); }
+inline void PrintTo(TieOrder t, std::ostream* os) { *os << kwker_test::ties_name(t); }
+}  // namespace kwker
