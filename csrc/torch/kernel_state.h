@@ -22,6 +22,8 @@ enum class Fallback : uint8_t {
   kTooLong,       // a row longer than the kernel indexes
   kArguments,     // arguments torch handles itself (errors, optional flags, ...)
   kOutTensors,    // out= tensors that torch must resize, convert or check
+  kDeclined,      // the kernel saw torch is as fast on this input (e.g. presorted rows with ties)
+  kDenormalsAreZero,  // torch.set_flush_denormal(True): torch's float comparisons see subnormals as 0
   kCount,
 };
 const char* fallback_name(Fallback f);
@@ -44,6 +46,10 @@ bool enabled_for_this_thread();
 bool fault_injected(Kernel k);
 void set_fault_injected(Kernel k, bool on);
 bool kernel_from_name(const std::string& name, Kernel* out);
+
+// Whether the calling thread compares floats with subnormals read as zero (MXCSR.DAZ, which
+// torch.set_flush_denormal(True) sets): torch's comparator then ties subnormals with zero.
+bool denormals_are_zero();
 
 // Records a call and returns whether the kernel should serve it; otherwise records the reason.
 class CallRecord {

@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include <memory>
+#include <xmmintrin.h>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -145,6 +146,8 @@ const char* fallback_name(Fallback f) {
     case Fallback::kTooLong: return "too_long";
     case Fallback::kArguments: return "arguments";
     case Fallback::kOutTensors: return "out_tensors";
+    case Fallback::kDeclined: return "declined";
+    case Fallback::kDenormalsAreZero: return "denormals_are_zero";
     case Fallback::kCount: break;
   }
   return "?";
@@ -167,6 +170,8 @@ bool kernel_from_name(const std::string& name, Kernel* out) {
   }
   return false;
 }
+
+bool denormals_are_zero() { return (_mm_getcsr() & 0x40) != 0; }
 
 bool enabled_for_this_thread() {
   return g_thread_state < 0 ? g_enabled_globally.load(std::memory_order_relaxed) : g_thread_state == 1;

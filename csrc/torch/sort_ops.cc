@@ -11,6 +11,7 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/EmptyTensor.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/sort_cpu_dispatch.h>
 #include <ATen/ops/sort_ops.h>
 #include <ATen/ops/zeros.h>
@@ -84,6 +85,7 @@ std::optional<Fallback> why_torch_sorts(const Tensor& self, std::optional<bool> 
   if (!enabled_for_this_thread()) return Fallback::kDisabled;
   if (!plain_strided(self)) return Fallback::kLayout;
   if (!core_dtype(self.scalar_type())) return Fallback::kDtype;
+  if (c10::isFloatingType(self.scalar_type()) && denormals_are_zero()) return Fallback::kDenormalsAreZero;
   if (!stable.has_value()) return Fallback::kArguments;
   if (self.dim() == 0) return Fallback::kSmall;
   if (dim < -self.dim() || dim >= self.dim()) return Fallback::kArguments;
@@ -94,19 +96,34 @@ std::optional<Fallback> why_torch_sorts(const Tensor& self, std::optional<bool> 
   return std::nullopt;
 }
 
-// out= tensors Kwker can write as they are: torch would not resize, restride or reject them.
+// The output strides torch's meta function gives.
+std::vector<int64_t> output_strides(const Tensor& self) {
+  return self.is_non_overlapping_and_dense() ? self.strides().vec()
+                                             : at::infer_dense_strides(self.sizes(), self.strides());
+}
+
+// out= tensors torch accepts as they are (dtype, device) are resized the way torch's structured
+// kernel resizes them: at::native::resize_output (with its warning for a non-empty out of another
+// shape), then the meta strides if a resize happened.
+bool resize_like_torch(const Tensor& self, const Tensor& out, c10::ScalarType dtype) {
+  if (!plain_strided(out) || out.scalar_type() != dtype) return false;
+  if (at::native::resize_output(out, self.sizes())) out.as_strided_(self.sizes(), output_strides(self));
+  return true;
+}
+
+// out= tensors Kwker can write directly: correctly sized, no overlap with the input or each other.
 bool out_tensors_usable(const Tensor& self, const Tensor& values, const Tensor& indices) {
   using at::MemOverlapStatus;
-  return plain_strided(values) && plain_strided(indices) &&
-         values.scalar_type() == self.scalar_type() && indices.scalar_type() == at::kLong &&
-         values.sizes() == self.sizes() && indices.sizes() == self.sizes() &&
+  return resize_like_torch(self, values, self.scalar_type()) &&
+         resize_like_torch(self, indices, at::kLong) &&
          values.is_non_overlapping_and_dense() && indices.is_non_overlapping_and_dense() &&
          at::get_overlap_status(values, self) == MemOverlapStatus::No &&
          at::get_overlap_status(indices, self) == MemOverlapStatus::No &&
          at::get_overlap_status(values, indices) == MemOverlapStatus::No;
 }
 
-void sort_into(const Tensor& self, int64_t dim, bool descending, TieOrder ties, const Tensor& values,
+// Returns false, having written nothing, when the core declines (torch is as fast there).
+bool sort_into(const Tensor& self, int64_t dim, bool descending, TieOrder ties, const Tensor& values,
                const Tensor& indices) {
   std::vector<int64_t> outer_sizes, input_strides, values_strides, indices_strides;
   for (int64_t d = 0; d < self.dim(); ++d) {
@@ -125,10 +142,11 @@ void sort_into(const Tensor& self, int64_t dim, bool descending, TieOrder ties, 
   problem.input = {const_cast<void*>(self.const_data_ptr()), self.stride(dim), input_strides};
   problem.values = {values.mutable_data_ptr(), values.stride(dim), values_strides};
   problem.indices = {indices.mutable_data_ptr(), indices.stride(dim), indices_strides};
-  sort_rows(problem);
+  if (!sort_rows(problem)) return false;
   if (fault_injected(Kernel::kSort) && indices.numel() > 1) {
     *indices.mutable_data_ptr<int64_t>() = -1;  // test-only (kwker::inject_fault): a wrong answer
   }
+  return true;
 }
 
 std::tuple<Tensor, Tensor> sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim,
@@ -139,13 +157,13 @@ std::tuple<Tensor, Tensor> sort_stable(const Tensor& self, std::optional<bool> s
     return at::cpu::sort(self, stable, dim, descending);
   }
   dim = dim < 0 ? dim + self.dim() : dim;
-  // The output strides torch's meta function gives.
-  const std::vector<int64_t> strides = self.is_non_overlapping_and_dense()
-                                           ? self.strides().vec()
-                                           : at::infer_dense_strides(self.sizes(), self.strides());
+  const std::vector<int64_t> strides = output_strides(self);
   Tensor values = at::detail::empty_strided_cpu(self.sizes(), strides, self.scalar_type());
   Tensor indices = at::detail::empty_strided_cpu(self.sizes(), strides, at::kLong);
-  sort_into(self, dim, descending, tie_order(self, *stable, descending), values, indices);
+  if (!sort_into(self, dim, descending, tie_order(self, *stable, descending), values, indices)) {
+    call.fell_back(Fallback::kDeclined);
+    return at::cpu::sort(self, stable, dim, descending);
+  }
   call.served();
   return {std::move(values), std::move(indices)};
 }
@@ -160,8 +178,11 @@ std::tuple<Tensor&, Tensor&> sort_values_stable(const Tensor& self, std::optiona
     call.fell_back(*why);
     return at::cpu::sort_outf(self, stable, dim, descending, values, indices);
   }
-  dim = dim < 0 ? dim + self.dim() : dim;
-  sort_into(self, dim, descending, tie_order(self, *stable, descending), values, indices);
+  const int64_t d = dim < 0 ? dim + self.dim() : dim;
+  if (!sort_into(self, d, descending, tie_order(self, *stable, descending), values, indices)) {
+    call.fell_back(Fallback::kDeclined);
+    return at::cpu::sort_outf(self, stable, dim, descending, values, indices);
+  }
   call.served();
   return {values, indices};
 }

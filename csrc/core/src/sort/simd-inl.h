@@ -5,6 +5,8 @@
 // not_above_mask64_reversed(p, t): bit i set iff p[63 - i] <= t, for p[0..63]: the right front walks
 //                          down, and a reversed mask lets it find its next stop with tzcnt/blsr,
 //                          whose short latency keeps the partition loop from waiting on lzcnt.
+// not_below_mask64_wide / not_above_mask64_wide_reversed: the same over the keys of 64 (key,
+//                          position) pairs, i.e. p[2 * i] for i in [0, 64).
 // stable_sort_leaf<kByWholeElement>(a, n): sorts a[0..n), n <= 16, by key (the high half) keeping
 //                          the order of equal keys, or by the whole (unique) element. Vector variants
 //                          rank each element by (key, position in the leaf), or by itself.
@@ -27,6 +29,30 @@ inline uint64_t not_above_mask64_reversed(const uint64_t* p, uint64_t t) {
   for (int v = 0; v < 8; ++v) {
     const __m512i x = _mm512_permutexvar_epi64(reverse, _mm512_loadu_si512(p + 8 * v));
     bits |= uint64_t{_mm512_cmple_epu64_mask(x, threshold)} << (8 * (7 - v));
+  }
+  return bits;
+}
+
+inline uint64_t not_below_mask64_wide(const uint64_t* p, uint64_t t) {
+  const __m512i threshold = _mm512_set1_epi64(static_cast<long long>(t));
+  const __m512i keys_of = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
+  uint64_t bits = 0;
+  for (int v = 0; v < 8; ++v) {
+    const __m512i keys = _mm512_permutex2var_epi64(_mm512_loadu_si512(p + 16 * v), keys_of,
+                                                   _mm512_loadu_si512(p + 16 * v + 8));
+    bits |= uint64_t{_mm512_cmpge_epu64_mask(keys, threshold)} << (8 * v);
+  }
+  return bits;
+}
+
+inline uint64_t not_above_mask64_wide_reversed(const uint64_t* p, uint64_t t) {
+  const __m512i threshold = _mm512_set1_epi64(static_cast<long long>(t));
+  const __m512i keys_reversed = _mm512_set_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+  uint64_t bits = 0;
+  for (int v = 0; v < 8; ++v) {
+    const __m512i keys = _mm512_permutex2var_epi64(_mm512_loadu_si512(p + 16 * v), keys_reversed,
+                                                   _mm512_loadu_si512(p + 16 * v + 8));
+    bits |= uint64_t{_mm512_cmple_epu64_mask(keys, threshold)} << (8 * (7 - v));
   }
   return bits;
 }
@@ -90,6 +116,32 @@ inline uint64_t not_above_mask64_reversed(const uint64_t* p, uint64_t t) {
   return ~above;
 }
 
+// Keys of the four (key, position) pairs at p, in order (or reversed).
+inline __m256i wide_keys(const uint64_t* p, bool reversed) {
+  const __m256i mixed = _mm256_unpacklo_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+                                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4)));
+  // mixed = k0 k2 k1 k3
+  return reversed ? _mm256_permute4x64_epi64(mixed, 0x27) : _mm256_permute4x64_epi64(mixed, 0xD8);
+}
+
+inline uint64_t not_below_mask64_wide(const uint64_t* p, uint64_t t) {
+  const __m256i threshold = biased(_mm256_set1_epi64x(static_cast<long long>(t)));
+  uint64_t below = 0;
+  for (int v = 0; v < 16; ++v) {
+    below |= lane_bits(_mm256_cmpgt_epi64(threshold, biased(wide_keys(p + 8 * v, false)))) << (4 * v);
+  }
+  return ~below;
+}
+
+inline uint64_t not_above_mask64_wide_reversed(const uint64_t* p, uint64_t t) {
+  const __m256i threshold = biased(_mm256_set1_epi64x(static_cast<long long>(t)));
+  uint64_t above = 0;
+  for (int v = 0; v < 16; ++v) {
+    above |= lane_bits(_mm256_cmpgt_epi64(biased(wide_keys(p + 8 * v, true)), threshold)) << (4 * (15 - v));
+  }
+  return ~above;
+}
+
 template <bool kByWholeElement>
 inline void stable_sort_leaf(uint64_t* a, int64_t n) {
   alignas(32) uint64_t ranked[16], out[16];
@@ -120,6 +172,18 @@ inline uint64_t not_below_mask64(const uint64_t* p, uint64_t t) {
 inline uint64_t not_above_mask64_reversed(const uint64_t* p, uint64_t t) {
   uint64_t bits = 0;
   for (int i = 0; i < 64; ++i) bits |= uint64_t{p[63 - i] <= t} << i;
+  return bits;
+}
+
+inline uint64_t not_below_mask64_wide(const uint64_t* p, uint64_t t) {
+  uint64_t bits = 0;
+  for (int i = 0; i < 64; ++i) bits |= uint64_t{p[2 * i] >= t} << i;
+  return bits;
+}
+
+inline uint64_t not_above_mask64_wide_reversed(const uint64_t* p, uint64_t t) {
+  uint64_t bits = 0;
+  for (int i = 0; i < 64; ++i) bits |= uint64_t{p[2 * (63 - i)] <= t} << i;
   return bits;
 }
 

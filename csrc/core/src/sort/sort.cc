@@ -13,15 +13,18 @@ namespace {
 using sort_detail::kPad;
 using sort_detail::RowJob;
 
-using SortRowFn = void (*)(const RowJob&);
+struct RowKernels {
+  void (*sort_row)(const RowJob&);
+  bool (*declines)(const RowJob&);
+};
 
-SortRowFn sort_row_for(Isa isa) {
+RowKernels row_kernels_for(Isa isa) {
   switch (isa) {
-    case Isa::kAvx512: return &sort_detail::avx512::sort_row;
-    case Isa::kAvx2: return &sort_detail::avx2::sort_row;
+    case Isa::kAvx512: return {&sort_detail::avx512::sort_row, &sort_detail::avx512::declines};
+    case Isa::kAvx2: return {&sort_detail::avx2::sort_row, &sort_detail::avx2::declines};
     case Isa::kScalar: break;
   }
-  return &sort_detail::scalar::sort_row;
+  return {&sort_detail::scalar::sort_row, &sort_detail::scalar::declines};
 }
 
 // Per-thread work buffers, grown to the longest row seen and kept.
@@ -82,39 +85,55 @@ char* element_at(const StridedRows& rows, size_t element_size, int64_t offset) {
   return static_cast<char*>(rows.data) + offset * static_cast<int64_t>(element_size);
 }
 
+// A job for the problem's rows, with the given work buffers; row pointers are set per row.
+RowJob job_for(const SortRowsProblem& p, Workspace& ws, int* ties_seen) {
+  RowJob job;
+  job.dtype = p.dtype;
+  job.order = p.order;
+  job.ties = p.ties;
+  job.n = p.row_length;
+  job.input_stride = p.input.row_stride;
+  job.values_stride = p.values.row_stride;
+  job.indices_stride = p.indices.row_stride;
+  job.buffer_a = ws.a.data() + kPad;
+  job.buffer_b = ws.b.data() + kPad;
+  job.ties_seen = ties_seen;
+  return job;
+}
+
+void point_at_row(RowJob& job, const SortRowsProblem& p, const RowCursor& cursor) {
+  const size_t element_size = dtype_size(p.dtype);
+  job.input = element_at(p.input, element_size, cursor.input());
+  job.values = element_at(p.values, element_size, cursor.values());
+  job.indices = reinterpret_cast<int64_t*>(element_at(p.indices, sizeof(int64_t), cursor.indices()));
+}
+
 }  // namespace
 
-void sort_rows(const SortRowsProblem& p) {
+bool sort_rows(const SortRowsProblem& p) {
   int64_t rows = 1;
   for (int64_t s : p.outer_sizes) rows *= s;
-  if (rows == 0 || p.row_length == 0) return;
-  const SortRowFn sort_row = sort_row_for(active_isa());
-  const size_t element_size = dtype_size(p.dtype);
+  if (rows == 0 || p.row_length == 0) return true;
+  const RowKernels kernels = row_kernels_for(active_isa());
+  int ties_seen = 0;
+  {
+    RowJob first = job_for(p, thread_workspace(), &ties_seen);
+    point_at_row(first, p, RowCursor(p, 0));
+    if (kernels.declines(first)) return false;
+  }
   // As torch: about 32768 elements of work per task, so thread count never changes a result.
   const int64_t grain = std::max<int64_t>(1, 32768 / p.row_length);
-  int ties_seen = 0;
   parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     Workspace& ws = thread_workspace();
     ws.reserve(p.row_length);
-    RowJob job;
-    job.dtype = p.dtype;
-    job.order = p.order;
-    job.ties = p.ties;
-    job.n = p.row_length;
-    job.input_stride = p.input.row_stride;
-    job.values_stride = p.values.row_stride;
-    job.indices_stride = p.indices.row_stride;
-    job.buffer_a = ws.a.data() + kPad;
-    job.buffer_b = ws.b.data() + kPad;
-    job.ties_seen = &ties_seen;
+    RowJob job = job_for(p, ws, &ties_seen);
     RowCursor cursor(p, begin);
     for (int64_t r = begin; r < end; ++r, cursor.next()) {
-      job.input = element_at(p.input, element_size, cursor.input());
-      job.values = element_at(p.values, element_size, cursor.values());
-      job.indices = reinterpret_cast<int64_t*>(element_at(p.indices, sizeof(int64_t), cursor.indices()));
-      sort_row(job);
+      point_at_row(job, p, cursor);
+      kernels.sort_row(job);
     }
   });
+  return true;
 }
 
 }  // namespace kwker

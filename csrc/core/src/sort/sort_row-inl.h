@@ -15,10 +15,10 @@
 //    to it (no element can cross a leaf boundary). Where equal keys are certain (a key range smaller
 //    than the row) or likely (long rows, or an earlier row of the same call had them) the radix
 //    attempt is skipped. Rows of <= 16 elements: std::sort is an insertion sort, i.e. stable.
+// Rows whose keys are already in order (or in reverse order, without equal keys) are answered
+// directly; stable sorts of rows with few distinct keys use a counting sort.
 // Values are rebuilt from the keys where that is exact (no NaN, no zero in the row), else copied
 // from the input by position. Cost: O(n) per radix digit; O(n log n) introsort. Memory: the buffers.
-
-#include "simd-inl.h"
 
 inline constexpr uint64_t kLowHalf = 0xFFFFFFFFull;
 
@@ -32,6 +32,8 @@ inline void swap_values(T& a, T& b) {
   b = t;
 }
 
+#include "simd-inl.h"
+
 // How packed elements compare: by key only (torch's comparator), or as whole integers (key, then
 // position: unique, hence the stable order).
 enum class PackedOrder { kByKey, kByElement };
@@ -43,7 +45,13 @@ struct PackedOps {
   static bool less(uint64_t a, uint64_t b) { return (a & kCompared) < (b & kCompared); }
   static uint64_t position(uint64_t e) { return e & kLowHalf; }
   static unsigned digit(uint64_t e, int d) { return (e >> (32 + 8 * d)) & 0xFF; }
-  static uint64_t* partition(uint64_t* first, uint64_t* last, uint64_t pivot);
+  // Bit i: !less(p[i], pivot), for p[0..63]; and !less(pivot, p[63 - i]).
+  static uint64_t not_less_mask(const uint64_t* p, uint64_t pivot) {
+    return not_below_mask64(p, pivot & kCompared);
+  }
+  static uint64_t not_greater_mask_reversed(const uint64_t* p, uint64_t pivot) {
+    return not_above_mask64_reversed(p, pivot | ~kCompared);
+  }
   static void sort_leaf(uint64_t* first, uint64_t* last) {
     stable_sort_leaf<kOrder == PackedOrder::kByElement>(first, last - first);
   }
@@ -59,7 +67,12 @@ struct WideOps {
   static bool less(const WideElement& a, const WideElement& b) { return a.key < b.key; }
   static uint64_t position(const WideElement& e) { return e.position; }
   static unsigned digit(const WideElement& e, int d) { return (e.key >> (8 * d)) & 0xFF; }
-  static WideElement* partition(WideElement* first, WideElement* last, WideElement pivot);
+  static uint64_t not_less_mask(const WideElement* p, const WideElement& pivot) {
+    return not_below_mask64_wide(&p->key, pivot.key);
+  }
+  static uint64_t not_greater_mask_reversed(const WideElement* p, const WideElement& pivot) {
+    return not_above_mask64_wide_reversed(&p->key, pivot.key);
+  }
   static void sort_leaf(WideElement* first, WideElement* last);
 };
 
@@ -100,7 +113,14 @@ typename Ops::Element* radix_sort(typename Ops::Element* src, typename Ops::Elem
     case 3: return radix_sort<Ops, 3>(src, dst, n);
     case 4: return radix_sort<Ops, 4>(src, dst, n);
   }
-  if constexpr (std::is_same_v<typename Ops::Element, WideElement>) return radix_sort<Ops, 8>(src, dst, n);
+  if constexpr (std::is_same_v<typename Ops::Element, WideElement>) {
+    switch (digits) {
+      case 5: return radix_sort<Ops, 5>(src, dst, n);
+      case 6: return radix_sort<Ops, 6>(src, dst, n);
+      case 7: return radix_sort<Ops, 7>(src, dst, n);
+      default: return radix_sort<Ops, 8>(src, dst, n);
+    }
+  }
   return src;  // unreachable: packed keys have at most 4 digits
 }
 
@@ -130,50 +150,69 @@ void move_median_to_first(E* result, E* a, E* b, E* c) {
   }
 }
 
-// libstdc++'s __unguarded_partition(first, last, pivot), literally:
+// libstdc++'s __unguarded_partition(first, last, pivot) is, literally:
 //   while (true) { while (less(*first, pivot)) ++first; --last; while (less(pivot, *last)) --last;
 //                  if (!(first < last)) return first; swap(*first, *last); ++first; }
-inline WideElement* WideOps::partition(WideElement* first, WideElement* last, WideElement pivot) {
-  while (true) {
-    while (first->key < pivot.key) ++first;
-    --last;
-    while (pivot.key < last->key) --last;
-    if (!(first < last)) return first;
-    swap_values(*first, *last);
-    ++first;
+// mask_partition makes exactly its swaps and returns its cut, with the stops read from bit masks.
+// Between the two scan fronts no element has moved yet, so where each front stops next is decided
+// by the elements as they were when their 64-element block was masked: the left front stops at the
+// next element not less than the pivot (or at the last right stop, whose swapped-in element is not
+// less), the right front at the previous element not greater; once the right stop is at or left of
+// the left stop the fronts have crossed and the left stop is the cut.
+
+// With the two blocks apart, swaps the k-th left stop (bit i: left_block[i]) with the k-th right
+// stop (bit i: right_top[-1 - i]) for k < the smaller count, clears those bits, and returns the bit of
+// the last right stop used. (A vector compress/expand version lost to this loop: the round trip
+// through memory defeats store forwarding.)
+template <typename E>
+int pair_off_stops(E* left_block, uint64_t& left_stops, E* right_top, uint64_t& right_stops) {
+  int last = 0;
+  while (left_stops != 0 && right_stops != 0) {
+    last = __builtin_ctzll(right_stops);
+    swap_values(left_block[__builtin_ctzll(left_stops)], right_top[-1 - last]);
+    left_stops &= left_stops - 1;
+    right_stops &= right_stops - 1;
   }
+  return last;
 }
 
-// The same partition, with its stops read from bit masks. Between the two scan fronts no element
-// has moved yet, so where each front stops next is decided by the elements as they were when their
-// 64-element block was masked: the left front stops at the next element >= pivot (or at the last
-// right stop, whose swapped-in element is >= pivot), the right front at the previous element <= pivot;
-// once the right stop is at or left of the left stop the fronts have crossed and the left stop is
-// the cut. Hence the same swaps and the same cut as the loop above, without a branch per element.
-template <PackedOrder kOrder>
-uint64_t* PackedOps<kOrder>::partition(uint64_t* first, uint64_t* last, uint64_t pivot) {
-  const uint64_t not_less = pivot & kCompared;                  // x >= it  <=>  !less(x, pivot)
-  const uint64_t not_greater = pivot | (~kCompared);            // x <= it  <=>  !less(pivot, x)
-  uint64_t* left_block = first;
-  uint64_t left_stops = not_below_mask64(left_block, not_less);
-  uint64_t* right_top = last;  // right_stops bit i stands for right_top[-1 - i]
-  uint64_t right_stops = not_above_mask64_reversed(right_top - 64, not_greater);
-  uint64_t* bound = last;  // the last right stop: from here on the elements are final
+template <typename Ops, typename E>
+E* mask_partition(E* first, E* last, const E pivot) {
+  E* left_block = first;
+  uint64_t left_stops = Ops::not_less_mask(left_block, pivot);
+  E* right_top = last;  // right_stops bit i stands for right_top[-1 - i]
+  uint64_t right_stops = Ops::not_greater_mask_reversed(right_top - 64, pivot);
+  E* bound = last;  // the last right stop: from here on the elements are final
+  // While the two blocks are apart, every left stop lies before every right stop and before `bound`:
+  // stops are paired off a round at a time, without the crossing checks.
+  while (left_block + 64 <= right_top - 64) {
+    if (left_stops == 0) {
+      if (left_block + 128 > right_top - 64) break;
+      left_block += 64;
+      left_stops = Ops::not_less_mask(left_block, pivot);
+    } else if (right_stops == 0) {
+      if (right_top - 128 < left_block + 64) break;
+      right_top -= 64;
+      right_stops = Ops::not_greater_mask_reversed(right_top - 64, pivot);
+    } else {
+      bound = right_top - 1 - pair_off_stops(left_block, left_stops, right_top, right_stops);
+    }
+  }
   while (true) {
     while (left_stops == 0) {
       left_block += 64;
       if (left_block >= bound) return bound;
-      left_stops = not_below_mask64(left_block, not_less);
+      left_stops = Ops::not_less_mask(left_block, pivot);
     }
-    uint64_t* f = left_block + __builtin_ctzll(left_stops);
+    E* f = left_block + __builtin_ctzll(left_stops);
     if (f >= bound) return bound;
     left_stops &= left_stops - 1;
     while (right_stops == 0) {
       right_top -= 64;
       if (right_top - 1 <= f) return f;
-      right_stops = not_above_mask64_reversed(right_top - 64, not_greater);
+      right_stops = Ops::not_greater_mask_reversed(right_top - 64, pivot);
     }
-    uint64_t* l = right_top - 1 - __builtin_ctzll(right_stops);
+    E* l = right_top - 1 - __builtin_ctzll(right_stops);
     if (l <= f) return f;
     right_stops &= right_stops - 1;
     swap_values(*f, *l);
@@ -202,7 +241,7 @@ void introsort_loop(E* first, E* last, int depth_limit) {
     --depth_limit;
     E* mid = first + (last - first) / 2;
     move_median_to_first<Ops>(first, first + 1, mid, last - 1);
-    E* cut = Ops::partition(first + 1, last, E(*first));
+    E* cut = mask_partition<Ops>(first + 1, last, E(*first));
     introsort_loop<Ops>(cut, last, depth_limit);
     last = cut;
   }
@@ -223,6 +262,9 @@ void libstdcxx_introsort(E* first, int64_t n) {
 inline constexpr int64_t kTiesAssumedLength = 16384;
 // Up to this length a comparison sort beats the radix sort's fixed cost (256 counters per digit).
 inline constexpr int64_t kShortRowLength = 256;
+
+// Radix digits (of 8 bits) a key range needs.
+inline int digits_for_range(uint64_t range) { return (64 - __builtin_clzll(range | 1) + 7) / 8; }
 
 template <typename Bits>
 inline Bits load_bits(const void* base, int64_t i) {
@@ -258,11 +300,12 @@ KeyScan scan_keys(const Row<Format, kDescending>& row) {
     hi = k > hi ? k : hi;
     invertible &= key_is_invertible<Format>(bits);
   };
+  const int64_t n = row.job.n;
   if (row.job.input_stride == 1) {
     const Bits* in = static_cast<const Bits*>(row.job.input);
-    for (int64_t i = 0; i < row.job.n; ++i) visit(in[i]);
+    for (int64_t i = 0; i < n; ++i) visit(in[i]);
   } else {
-    for (int64_t i = 0; i < row.job.n; ++i) visit(row.input(i));
+    for (int64_t i = 0; i < n; ++i) visit(row.input(i));
   }
   return {lo, hi, invertible};
 }
@@ -273,11 +316,33 @@ void fill_packed(const Row<Format, kDescending>& row, uint64_t lo, uint64_t* out
   auto packed = [lo](Bits bits, int64_t i) {
     return ((uint64_t{sort_key<Format, kDescending>(bits)} - lo) << 32) | static_cast<uint64_t>(i);
   };
+  const int64_t n = row.job.n;  // a local: the stores below could otherwise alias job.n
   if (row.job.input_stride == 1) {
     const Bits* in = static_cast<const Bits*>(row.job.input);
-    for (int64_t i = 0; i < row.job.n; ++i) out[i] = packed(in[i], i);
+    for (int64_t i = 0; i < n; ++i) out[i] = packed(in[i], i);
   } else {
-    for (int64_t i = 0; i < row.job.n; ++i) out[i] = packed(row.input(i), i);
+    for (int64_t i = 0; i < n; ++i) out[i] = packed(row.input(i), i);
+  }
+}
+
+// Writes indices and values of the sorted elements. `value_of(e)` gives an element's value bits.
+template <typename Bits, typename Element, typename ValueOf, typename PositionOf>
+void write_sorted(const RowJob& job, const Element* sorted, const ValueOf& value_of,
+                  const PositionOf& position_of) {
+  const int64_t n = job.n;  // a local: the stores below could otherwise alias job.n
+  Bits* values = static_cast<Bits*>(job.values);
+  int64_t* indices = job.indices;
+  if (job.values_stride == 1 && job.indices_stride == 1) {
+    for (int64_t i = 0; i < n; ++i) {
+      indices[i] = position_of(sorted[i]);
+      values[i] = value_of(sorted[i]);
+    }
+  } else {
+    const int64_t vs = job.values_stride, is = job.indices_stride;
+    for (int64_t i = 0; i < n; ++i) {
+      indices[i * is] = position_of(sorted[i]);
+      values[i * vs] = value_of(sorted[i]);
+    }
   }
 }
 
@@ -285,24 +350,96 @@ template <typename Format, bool kDescending, typename Ops>
 void write_output(const Row<Format, kDescending>& row, const typename Ops::Element* sorted,
                   uint64_t lo, bool rebuild_values) {
   using Bits = typename Format::Bits;
-  const RowJob& job = row.job;
-  Bits* values = static_cast<Bits*>(job.values);
-  auto value = [&](const typename Ops::Element& e) -> Bits {
-    if constexpr (std::is_same_v<typename Ops::Element, uint64_t>) {
-      if (rebuild_values) return bits_of_key<Format, kDescending>(Bits((e >> 32) + lo));
+  using Element = typename Ops::Element;
+  auto position_of = [](const Element& e) { return static_cast<int64_t>(Ops::position(e)); };
+  if constexpr (std::is_same_v<Element, uint64_t>) {
+    if (rebuild_values) {
+      auto rebuilt = [lo](uint64_t e) { return bits_of_key<Format, kDescending>(Bits((e >> 32) + lo)); };
+      return write_sorted<Bits>(row.job, sorted, rebuilt, position_of);
     }
-    return row.input(static_cast<int64_t>(Ops::position(e)));
-  };
-  if (job.values_stride == 1 && job.indices_stride == 1) {
-    for (int64_t i = 0; i < job.n; ++i) {
-      job.indices[i] = static_cast<int64_t>(Ops::position(sorted[i]));
-      values[i] = value(sorted[i]);
+  }
+  auto copied = [&row](const Element& e) { return row.input(static_cast<int64_t>(Ops::position(e))); };
+  write_sorted<Bits>(row.job, sorted, copied, position_of);
+}
+
+// ---- shortcuts that every correct sort agrees with -----------------------------------------------
+
+// Which ways the keys of a row run. Strictly increasing keys (non-decreasing, for the stable order)
+// make the identity the answer; strictly decreasing ones the reversal.
+struct Monotony {
+  bool non_decreasing = true, increasing = true, non_increasing = true, decreasing = true;
+  bool any() const { return non_decreasing || non_increasing; }
+};
+
+// Checked a block at a time, so each block vectorises and a shuffled row stops after one block.
+template <typename Format, bool kDescending>
+Monotony monotony(const Row<Format, kDescending>& row) {
+  using Bits = typename Format::Bits;
+  constexpr int64_t kBlock = 256;
+  const int64_t n = row.job.n;
+  const bool contiguous = row.job.input_stride == 1;
+  const Bits* in = static_cast<const Bits*>(row.job.input);
+  auto key = [&](int64_t i) { return contiguous ? sort_key<Format, kDescending>(in[i]) : row.key(i); };
+  Monotony m;
+  for (int64_t start = 1; start < n && m.any(); start += kBlock) {
+    const int64_t end = std::min(n, start + kBlock);
+    bool nd = true, inc = true, ni = true, dec = true;
+    for (int64_t i = start; i < end; ++i) {
+      const Bits k = key(i), previous = key(i - 1);
+      nd &= k >= previous;
+      inc &= k > previous;
+      ni &= k <= previous;
+      dec &= k < previous;
+    }
+    m = {m.non_decreasing && nd, m.increasing && inc, m.non_increasing && ni, m.decreasing && dec};
+  }
+  return m;
+}
+
+enum class Monotonic { kIncreasing, kDecreasing };
+
+template <typename Format, bool kDescending>
+void write_monotonic(const Row<Format, kDescending>& row, Monotonic order) {
+  using Bits = typename Format::Bits;
+  const RowJob& job = row.job;
+  const int64_t n = job.n, vs = job.values_stride, is = job.indices_stride;
+  Bits* values = static_cast<Bits*>(job.values);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t from = order == Monotonic::kIncreasing ? i : n - 1 - i;
+    job.indices[i * is] = from;
+    values[i * vs] = row.input(from);
+  }
+}
+
+// Counting sort for the stable order of rows whose keys take at most this many values (the
+// counters live in work buffer b, 16 bytes per element: rows at least a quarter that long).
+inline constexpr uint64_t kCountingSortMaxKeys = 65536;
+
+template <typename Format, bool kDescending>
+void counting_sort(const Row<Format, kDescending>& row, const KeyScan& scan) {
+  using Bits = typename Format::Bits;
+  const RowJob& job = row.job;
+  const int64_t n = job.n, vs = job.values_stride, is = job.indices_stride;
+  const uint64_t keys = scan.hi - scan.lo + 1;
+  uint32_t* next = reinterpret_cast<uint32_t*>(job.buffer_b);
+  for (uint64_t k = 0; k < keys; ++k) next[k] = 0;
+  for (int64_t i = 0; i < n; ++i) ++next[row.key(i) - scan.lo];
+  uint32_t offset = 0;
+  for (uint64_t k = 0; k < keys; ++k) {
+    const uint32_t c = next[k];
+    next[k] = offset;
+    offset += c;
+  }
+  for (int64_t i = 0; i < n; ++i) job.indices[int64_t{next[row.key(i) - scan.lo]++} * is] = i;
+  Bits* values = static_cast<Bits*>(job.values);
+  if (scan.invertible) {  // next[k] is now where key k's run ends
+    int64_t j = 0;
+    for (uint64_t k = 0; k < keys; ++k) {
+      const Bits v = bits_of_key<Format, kDescending>(Bits(k + scan.lo));
+      for (; j < next[k]; ++j) values[j * vs] = v;
     }
   } else {
-    for (int64_t i = 0; i < job.n; ++i) {
-      job.indices[i * job.indices_stride] = static_cast<int64_t>(Ops::position(sorted[i]));
-      values[i * job.values_stride] = value(sorted[i]);
-    }
+    for (int64_t j = 0; j < n; ++j) values[j * vs] = row.input(job.indices[j * is]);
   }
 }
 
@@ -313,6 +450,10 @@ void sort_packed(const Row<Format, kDescending>& row, const KeyScan& scan) {
   const int64_t n = job.n;
   const uint64_t range = scan.hi - scan.lo;
   const bool rebuild = scan.invertible;
+  if (n > kShortRowLength && job.ties == TieOrder::kStable && range < kCountingSortMaxKeys &&
+      range < 4 * static_cast<uint64_t>(n)) {
+    return counting_sort(row, scan);
+  }
   uint64_t* a = job.buffer_a;
   fill_packed(row, scan.lo, a);
   auto done = [&](const uint64_t* sorted) { write_output<Format, kDescending, ByKey>(row, sorted, scan.lo, rebuild); };
@@ -321,7 +462,7 @@ void sort_packed(const Row<Format, kDescending>& row, const KeyScan& scan) {
     ByKey::sort_leaf(a, a + n);
     return done(a);
   }
-  const int digits = (64 - __builtin_clzll(range | 1) + 7) / 8;
+  const int digits = digits_for_range(range);
   if (job.ties == TieOrder::kStable) {
     if (n <= kShortRowLength) {
       libstdcxx_introsort<PackedOps<PackedOrder::kByElement>>(a, n);
@@ -342,25 +483,29 @@ void sort_packed(const Row<Format, kDescending>& row, const KeyScan& scan) {
   done(a);
 }
 
-// 64-bit keys spanning 2^32 or more: (key, position) pairs, never rebased.
+// 64-bit keys spanning 2^32 or more: (key - lo, position) pairs.
 template <typename Format, bool kDescending>
-void sort_wide(const Row<Format, kDescending>& row) {
+void sort_wide(const Row<Format, kDescending>& row, const KeyScan& scan) {
   const RowJob& job = row.job;
   const int64_t n = job.n;
+  const int digits = digits_for_range(scan.hi - scan.lo);
   auto* a = reinterpret_cast<WideElement*>(job.buffer_a);
   auto* b = reinterpret_cast<WideElement*>(job.buffer_b);
-  for (int64_t i = 0; i < n; ++i) a[i] = {row.key(i), static_cast<uint64_t>(i)};
+  auto fill = [&] {
+    for (int64_t i = 0; i < n; ++i) a[i] = {row.key(i) - scan.lo, static_cast<uint64_t>(i)};
+  };
+  fill();
   auto done = [&](const WideElement* sorted) { write_output<Format, kDescending, WideOps>(row, sorted, 0, false); };
   if (n <= kIntrosortThreshold) {
     WideOps::sort_leaf(a, a + n);
     return done(a);
   }
-  if (job.ties == TieOrder::kStable) return done(radix_sort<WideOps, 8>(a, b, n));
+  if (job.ties == TieOrder::kStable) return done(radix_sort<WideOps>(a, b, n, digits));
   if (n < kTiesAssumedLength && !__atomic_load_n(job.ties_seen, __ATOMIC_RELAXED)) {
-    const WideElement* sorted = radix_sort<WideOps, 8>(a, b, n);
+    const WideElement* sorted = radix_sort<WideOps>(a, b, n, digits);
     if (!has_equal_neighbours<WideOps>(sorted, n)) return done(sorted);
     __atomic_store_n(job.ties_seen, 1, __ATOMIC_RELAXED);
-    for (int64_t i = 0; i < n; ++i) a[i] = {row.key(i), static_cast<uint64_t>(i)};
+    fill();
   }
   libstdcxx_introsort<WideOps>(a, n);
   done(a);
@@ -371,11 +516,33 @@ void sort_row_typed(const RowJob& job) {
   const Row<Format, kDescending> row{job};
   const KeyScan scan = scan_keys(row);
   if (job.n == 0) return;
+  if (job.n > kShortRowLength) {
+    const Monotony m = monotony(row);
+    if (job.ties == TieOrder::kStable ? m.non_decreasing : m.increasing) {
+      return write_monotonic(row, Monotonic::kIncreasing);
+    }
+    if (m.decreasing) return write_monotonic(row, Monotonic::kDecreasing);
+  }
   if (scan.hi - scan.lo <= kLowHalf) {
     sort_packed(row, scan);
   } else if constexpr (Format::key_bits == 64) {
-    sort_wide(row);
+    sort_wide(row, scan);
   }
+}
+
+// Rows in order (or reverse order) but with equal keys, in torch's unstable order: libstdc++'s
+// introsort meets only predictable branches on them and is as fast as Kwker's, so Kwker declines.
+template <typename Format, bool kDescending>
+bool declines_typed(const RowJob& job) {
+  if (job.ties != TieOrder::kIntrosort || job.n <= kShortRowLength) return false;
+  const Monotony m = monotony(Row<Format, kDescending>{job});
+  return m.any() && !m.increasing && !m.decreasing;
+}
+
+template <DType D>
+bool declines_of(const RowJob& job) {
+  return job.order == SortOrder::kDescending ? declines_typed<KeyFormatOf<D>, true>(job)
+                                             : declines_typed<KeyFormatOf<D>, false>(job);
 }
 
 template <DType D>
@@ -385,6 +552,22 @@ void sort_row_of(const RowJob& job) {
   } else {
     sort_row_typed<KeyFormatOf<D>, false>(job);
   }
+}
+
+bool declines(const RowJob& job) {
+  switch (job.dtype) {
+    case DType::kBool: return declines_of<DType::kBool>(job);
+    case DType::kUInt8: return declines_of<DType::kUInt8>(job);
+    case DType::kInt8: return declines_of<DType::kInt8>(job);
+    case DType::kInt16: return declines_of<DType::kInt16>(job);
+    case DType::kInt32: return declines_of<DType::kInt32>(job);
+    case DType::kInt64: return declines_of<DType::kInt64>(job);
+    case DType::kFloat16: return declines_of<DType::kFloat16>(job);
+    case DType::kBFloat16: return declines_of<DType::kBFloat16>(job);
+    case DType::kFloat32: return declines_of<DType::kFloat32>(job);
+    case DType::kFloat64: return declines_of<DType::kFloat64>(job);
+  }
+  return false;
 }
 
 void sort_row(const RowJob& job) {

@@ -8,8 +8,8 @@
 namespace kwker::sort_detail {
 
 // Slack, in uint64 elements, before and after each work buffer: SIMD scans may read a few elements
-// past the ones they look at (up to 63).
-inline constexpr int64_t kPad = 64;
+// past the ones they look at (up to 63 elements of 16 bytes).
+inline constexpr int64_t kPad = 128;
 
 struct RowJob {
   DType dtype;
@@ -29,8 +29,10 @@ struct RowJob {
   int* ties_seen;
 };
 
-namespace scalar { void sort_row(const RowJob& job); }
-namespace avx2 { void sort_row(const RowJob& job); }
-namespace avx512 { void sort_row(const RowJob& job); }
+// sort_row sorts the job's row; declines says whether Kwker leaves a row like it to torch
+// (see kwker::sort_rows).
+namespace scalar { void sort_row(const RowJob& job); bool declines(const RowJob& job); }
+namespace avx2 { void sort_row(const RowJob& job); bool declines(const RowJob& job); }
+namespace avx512 { void sort_row(const RowJob& job); bool declines(const RowJob& job); }
 
 }  // namespace kwker::sort_detail
