@@ -37,13 +37,33 @@ def sort_kwargs(stable, dim=-1, descending=False) -> dict:
     return kw
 
 
+def first_row_presorted_with_ties(x: torch.Tensor, dim: int) -> bool:
+    """Whether the first row along dim is already in order, or in reverse order, under torch's
+    comparator and has equal keys: Kwker declines unstable sorts of such rows (torch is as fast)."""
+    import kwker.torch_ops as kto
+
+    row = x.movedim(dim, -1).reshape(-1, x.size(dim))[0]
+    with kto.disabled():
+        identity = torch.arange(row.numel())
+        in_order = any(torch.equal(torch.sort(row, stable=True, descending=d).indices, identity)
+                       for d in (False, True))
+        v = torch.sort(row).values
+    if v.is_floating_point():
+        equal = (v[1:] == v[:-1]) | (v[1:].isnan() & v[:-1].isnan())
+    else:
+        equal = v[1:] == v[:-1]
+    return in_order and bool(equal.any())
+
+
 def expect_served(x: torch.Tensor, dim: int, stable) -> bool:
     """Whether Kwker must serve this call itself (and not hand it to torch's kernel)."""
     if x.dtype not in DTYPES or x.dim() == 0 or x.numel() < SERVED_MIN or stable is None:
         return False
     if not -x.dim() <= dim < x.dim():
         return False
-    return x.size(dim) >= SERVED_MIN_ROW and x.stride(dim) != 0  # stride 0: torch's identity answer
+    if x.size(dim) < SERVED_MIN_ROW or x.stride(dim) == 0:  # stride 0: torch's identity answer
+        return False
+    return stable is True or x.size(dim) <= 256 or not first_row_presorted_with_ties(x, dim)
 
 
 def is_non_overlapping_and_dense(t: torch.Tensor) -> bool:

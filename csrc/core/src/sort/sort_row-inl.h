@@ -135,19 +135,14 @@ bool has_equal_neighbours(const typename Ops::Element* a, int64_t n) {
 
 inline constexpr int64_t kIntrosortThreshold = 16;  // libstdc++'s _S_threshold
 
+// libstdc++'s __move_median_to_first: the same comparisons pick the same element, here by
+// conditional moves instead of branches (the comparisons are data-dependent and mispredict).
 template <typename Ops, typename E>
 void move_median_to_first(E* result, E* a, E* b, E* c) {
-  if (Ops::less(*a, *b)) {
-    if (Ops::less(*b, *c)) swap_values(*result, *b);
-    else if (Ops::less(*a, *c)) swap_values(*result, *c);
-    else swap_values(*result, *a);
-  } else if (Ops::less(*a, *c)) {
-    swap_values(*result, *a);
-  } else if (Ops::less(*b, *c)) {
-    swap_values(*result, *c);
-  } else {
-    swap_values(*result, *b);
-  }
+  const bool ab = Ops::less(*a, *b), bc = Ops::less(*b, *c), ac = Ops::less(*a, *c);
+  E* const if_ab = bc ? b : ac ? c : a;
+  E* const if_not_ab = ac ? a : bc ? c : b;
+  swap_values(*result, *(ab ? if_ab : if_not_ab));
 }
 
 // libstdc++'s __unguarded_partition(first, last, pivot) is, literally:
