@@ -1,4 +1,4 @@
-// The sort compiled for avx2: see sort_row-inl.h (algorithm) and simd-inl.h (ISA code).
+// The sort compiled for avx2: see sort_row-inl.h (algorithm) and simd-inl.h (the ISA-specific part).
 #define KWKER_ISA_AVX2 1
 
 #include <algorithm>

@@ -1,256 +1,24 @@
 // One row of a sort, compiled once per ISA (included inside namespace kwker::sort_detail::<isa>).
 //
 // Algorithm. Elements become canonical keys (sort_keys.h), rebased to the row's smallest key, and are
-// packed with their position: key << 32 | position (rows whose 64-bit keys span 2^32 or more use
-// (key, position) pairs instead).
-//  - Stable order: LSD radix sort by the 8-bit digits the row's key range needs (stable, so equal
-//    keys keep position order); short rows sort the packed elements as whole integers, which are
+// packed with their position (elements-inl.h).
+//  - Rows whose keys are already in order (or in reverse order, without equal keys): every correct
+//    sort agrees, the answer is written directly.
+//  - Stable order: a counting sort when the row has few distinct keys, else an LSD radix sort
+//    (radix-inl.h), both stable; short rows sort the packed elements as whole integers, which are
 //    unique, so any correct sort gives the stable order.
-//  - torch's unstable order: libstdc++'s std::sort (introsort) on (value, index) pairs decides every
-//    step by comparator outcomes only. When no two keys are equal every correct sort gives the same
-//    permutation, so a radix result is returned once it shows no equal neighbours. Otherwise the
-//    introsort runs here step for step: same depth limit, same median-of-three pivot, same Hoare
-//    partition (its stops read from vector compare masks, simd-inl.h), same heapsort fallback, and
-//    each leaf of <= 16 elements stably sorted, which is what libstdc++'s final insertion sort does
-//    to it (no element can cross a leaf boundary). Where equal keys are certain (a key range smaller
-//    than the row) or likely (long rows, or an earlier row of the same call had them) the radix
-//    attempt is skipped. Rows of <= 16 elements: std::sort is an insertion sort, i.e. stable.
-// Rows whose keys are already in order (or in reverse order, without equal keys) are answered
-// directly; stable sorts of rows with few distinct keys use a counting sort.
+//  - torch's unstable order (libstdc++'s std::sort on (value, index) pairs): when no two keys are
+//    equal every correct sort gives the same permutation, so a radix result is returned once it
+//    shows no equal neighbours; otherwise the introsort runs step for step (introsort-inl.h). Where
+//    equal keys are certain (a key range smaller than the row) or likely (long rows, or an earlier
+//    row of the same call had them) the radix attempt is skipped. Rows of <= 16 elements:
+//    std::sort is an insertion sort, i.e. stable.
 // Values are rebuilt from the keys where that is exact (no NaN, no zero in the row), else copied
 // from the input by position. Cost: O(n) per radix digit; O(n log n) introsort. Memory: the buffers.
 
-inline constexpr uint64_t kLowHalf = 0xFFFFFFFFull;
-
-// Not std::swap: an inline std:: function instantiated in several ISA files may be linked as the copy
-// built with the widest ISA and then run on a CPU without it. Everything here lives in the ISA's
-// namespace.
-template <typename T>
-inline void swap_values(T& a, T& b) {
-  T t = a;
-  a = b;
-  b = t;
-}
-
-#include "simd-inl.h"
-
-// How packed elements compare: by key only (torch's comparator), or as whole integers (key, then
-// position: unique, hence the stable order).
-enum class PackedOrder { kByKey, kByElement };
-
-template <PackedOrder kOrder>
-struct PackedOps {
-  using Element = uint64_t;
-  static constexpr uint64_t kCompared = kOrder == PackedOrder::kByKey ? ~kLowHalf : ~uint64_t{0};
-  static bool less(uint64_t a, uint64_t b) { return (a & kCompared) < (b & kCompared); }
-  static uint64_t position(uint64_t e) { return e & kLowHalf; }
-  static unsigned digit(uint64_t e, int d) { return (e >> (32 + 8 * d)) & 0xFF; }
-  // Bit i: !less(p[i], pivot), for p[0..63]; and !less(pivot, p[63 - i]).
-  static uint64_t not_less_mask(const uint64_t* p, uint64_t pivot) {
-    return not_below_mask64(p, pivot & kCompared);
-  }
-  static uint64_t not_greater_mask_reversed(const uint64_t* p, uint64_t pivot) {
-    return not_above_mask64_reversed(p, pivot | ~kCompared);
-  }
-  static void sort_leaf(uint64_t* first, uint64_t* last) {
-    stable_sort_leaf<kOrder == PackedOrder::kByElement>(first, last - first);
-  }
-};
-
-struct WideElement {
-  uint64_t key;
-  uint64_t position;
-};
-
-struct WideOps {
-  using Element = WideElement;
-  static bool less(const WideElement& a, const WideElement& b) { return a.key < b.key; }
-  static uint64_t position(const WideElement& e) { return e.position; }
-  static unsigned digit(const WideElement& e, int d) { return (e.key >> (8 * d)) & 0xFF; }
-  static uint64_t not_less_mask(const WideElement* p, const WideElement& pivot) {
-    return not_below_mask64_wide(&p->key, pivot.key);
-  }
-  static uint64_t not_greater_mask_reversed(const WideElement* p, const WideElement& pivot) {
-    return not_above_mask64_wide_reversed(&p->key, pivot.key);
-  }
-  static void sort_leaf(WideElement* first, WideElement* last);
-};
-
-// ---- stable: LSD radix sort -------------------------------------------------------------------
-
-// Sorts src[0, n) by digits [0, kDigits) of Ops::digit, stably; dst is scratch. Returns the buffer
-// that holds the result.
-template <typename Ops, int kDigits>
-typename Ops::Element* radix_sort(typename Ops::Element* src, typename Ops::Element* dst, int64_t n) {
-  uint32_t counts[kDigits][256] = {};
-  for (int64_t i = 0; i < n; ++i) {
-    for (int d = 0; d < kDigits; ++d) ++counts[d][Ops::digit(src[i], d)];
-  }
-  for (int d = 0; d < kDigits; ++d) {
-    uint32_t* count = counts[d];
-    bool constant_digit = false;
-    uint32_t offset = 0;
-    for (int v = 0; v < 256; ++v) {
-      constant_digit |= count[v] == n;
-      const uint32_t c = count[v];
-      count[v] = offset;
-      offset += c;
-    }
-    if (constant_digit) continue;
-    for (int64_t i = 0; i < n; ++i) dst[count[Ops::digit(src[i], d)]++] = src[i];
-    swap_values(src, dst);
-  }
-  return src;
-}
-
-// radix_sort over the `digits` (1..8) low digits the keys need.
-template <typename Ops>
-typename Ops::Element* radix_sort(typename Ops::Element* src, typename Ops::Element* dst, int64_t n,
-                                  int digits) {
-  switch (digits) {
-    case 1: return radix_sort<Ops, 1>(src, dst, n);
-    case 2: return radix_sort<Ops, 2>(src, dst, n);
-    case 3: return radix_sort<Ops, 3>(src, dst, n);
-    case 4: return radix_sort<Ops, 4>(src, dst, n);
-  }
-  if constexpr (std::is_same_v<typename Ops::Element, WideElement>) {
-    switch (digits) {
-      case 5: return radix_sort<Ops, 5>(src, dst, n);
-      case 6: return radix_sort<Ops, 6>(src, dst, n);
-      case 7: return radix_sort<Ops, 7>(src, dst, n);
-      default: return radix_sort<Ops, 8>(src, dst, n);
-    }
-  }
-  return src;  // unreachable: packed keys have at most 4 digits
-}
-
-template <typename Ops>
-bool has_equal_neighbours(const typename Ops::Element* a, int64_t n) {
-  bool equal = false;
-  for (int64_t i = 1; i < n; ++i) equal |= !Ops::less(a[i - 1], a[i]);
-  return equal;
-}
-
-// ---- torch's unstable order: libstdc++ introsort, step for step --------------------------------
-
-inline constexpr int64_t kIntrosortThreshold = 16;  // libstdc++'s _S_threshold
-
-// libstdc++'s __move_median_to_first: the same comparisons pick the same element, here by
-// conditional moves instead of branches (the comparisons are data-dependent and mispredict).
-template <typename Ops, typename E>
-void move_median_to_first(E* result, E* a, E* b, E* c) {
-  const bool ab = Ops::less(*a, *b), bc = Ops::less(*b, *c), ac = Ops::less(*a, *c);
-  E* const if_ab = bc ? b : ac ? c : a;
-  E* const if_not_ab = ac ? a : bc ? c : b;
-  swap_values(*result, *(ab ? if_ab : if_not_ab));
-}
-
-// libstdc++'s __unguarded_partition(first, last, pivot) is, literally:
-//   while (true) { while (less(*first, pivot)) ++first; --last; while (less(pivot, *last)) --last;
-//                  if (!(first < last)) return first; swap(*first, *last); ++first; }
-// mask_partition makes exactly its swaps and returns its cut, with the stops read from bit masks.
-// Between the two scan fronts no element has moved yet, so where each front stops next is decided
-// by the elements as they were when their 64-element block was masked: the left front stops at the
-// next element not less than the pivot (or at the last right stop, whose swapped-in element is not
-// less), the right front at the previous element not greater; once the right stop is at or left of
-// the left stop the fronts have crossed and the left stop is the cut.
-
-// With the two blocks apart, swaps the k-th left stop (bit i: left_block[i]) with the k-th right
-// stop (bit i: right_top[-1 - i]) for k < the smaller count, clears those bits, and returns the bit of
-// the last right stop used. (A vector compress/expand version lost to this loop: the round trip
-// through memory defeats store forwarding.)
-template <typename E>
-int pair_off_stops(E* left_block, uint64_t& left_stops, E* right_top, uint64_t& right_stops) {
-  int last = 0;
-  while (left_stops != 0 && right_stops != 0) {
-    last = __builtin_ctzll(right_stops);
-    swap_values(left_block[__builtin_ctzll(left_stops)], right_top[-1 - last]);
-    left_stops &= left_stops - 1;
-    right_stops &= right_stops - 1;
-  }
-  return last;
-}
-
-template <typename Ops, typename E>
-E* mask_partition(E* first, E* last, const E pivot) {
-  E* left_block = first;
-  uint64_t left_stops = Ops::not_less_mask(left_block, pivot);
-  E* right_top = last;  // right_stops bit i stands for right_top[-1 - i]
-  uint64_t right_stops = Ops::not_greater_mask_reversed(right_top - 64, pivot);
-  E* bound = last;  // the last right stop: from here on the elements are final
-  // While the two blocks are apart, every left stop lies before every right stop and before `bound`:
-  // stops are paired off a round at a time, without the crossing checks.
-  while (left_block + 64 <= right_top - 64) {
-    if (left_stops == 0) {
-      if (left_block + 128 > right_top - 64) break;
-      left_block += 64;
-      left_stops = Ops::not_less_mask(left_block, pivot);
-    } else if (right_stops == 0) {
-      if (right_top - 128 < left_block + 64) break;
-      right_top -= 64;
-      right_stops = Ops::not_greater_mask_reversed(right_top - 64, pivot);
-    } else {
-      bound = right_top - 1 - pair_off_stops(left_block, left_stops, right_top, right_stops);
-    }
-  }
-  while (true) {
-    while (left_stops == 0) {
-      left_block += 64;
-      if (left_block >= bound) return bound;
-      left_stops = Ops::not_less_mask(left_block, pivot);
-    }
-    E* f = left_block + __builtin_ctzll(left_stops);
-    if (f >= bound) return bound;
-    left_stops &= left_stops - 1;
-    while (right_stops == 0) {
-      right_top -= 64;
-      if (right_top - 1 <= f) return f;
-      right_stops = Ops::not_greater_mask_reversed(right_top - 64, pivot);
-    }
-    E* l = right_top - 1 - __builtin_ctzll(right_stops);
-    if (l <= f) return f;
-    right_stops &= right_stops - 1;
-    swap_values(*f, *l);
-    bound = l;
-  }
-}
-
-// Stable insertion sort: the order libstdc++'s final insertion sort leaves a leaf in.
-inline void WideOps::sort_leaf(WideElement* first, WideElement* last) {
-  for (WideElement* i = first + 1; i < last; ++i) {
-    const WideElement v = *i;
-    WideElement* j = i;
-    for (; j > first && v.key < j[-1].key; --j) *j = j[-1];
-    *j = v;
-  }
-}
-
-template <typename Ops, typename E>
-void introsort_loop(E* first, E* last, int depth_limit) {
-  while (last - first > kIntrosortThreshold) {
-    if (depth_limit == 0) {
-      // libstdc++ falls back to __partial_sort(first, last, last): std::partial_sort is that call.
-      std::partial_sort(first, last, last, [](const E& a, const E& b) { return Ops::less(a, b); });
-      return;
-    }
-    --depth_limit;
-    E* mid = first + (last - first) / 2;
-    move_median_to_first<Ops>(first, first + 1, mid, last - 1);
-    E* cut = mask_partition<Ops>(first + 1, last, E(*first));
-    introsort_loop<Ops>(cut, last, depth_limit);
-    last = cut;
-  }
-  Ops::sort_leaf(first, last);
-}
-
-template <typename Ops, typename E>
-void libstdcxx_introsort(E* first, int64_t n) {
-  if (n < 2) return;
-  const int depth_limit = 2 * (63 - __builtin_clzll(static_cast<unsigned long long>(n)));
-  introsort_loop<Ops>(first, first + n, depth_limit);
-}
-
-// ---- one row -----------------------------------------------------------------------------------
+#include "elements-inl.h"
+#include "radix-inl.h"
+#include "introsort-inl.h"
 
 // Rows this long or longer are assumed to hold equal keys (real data of this size nearly always
 // does): the radix attempt that could prove otherwise is skipped.
@@ -258,8 +26,6 @@ inline constexpr int64_t kTiesAssumedLength = 16384;
 // Up to this length a comparison sort beats the radix sort's fixed cost (256 counters per digit).
 inline constexpr int64_t kShortRowLength = 256;
 
-// Radix digits (of 8 bits) a key range needs.
-inline int digits_for_range(uint64_t range) { return (64 - __builtin_clzll(range | 1) + 7) / 8; }
 
 template <typename Bits>
 inline Bits load_bits(const void* base, int64_t i) {

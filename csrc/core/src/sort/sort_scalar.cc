@@ -1,4 +1,4 @@
-// The sort compiled for scalar: see sort_row-inl.h (algorithm) and simd-inl.h (ISA code).
+// The sort compiled for scalar: see sort_row-inl.h (algorithm) and simd-inl.h (the ISA-specific part).
 #define KWKER_ISA_SCALAR 1
 
 #include <algorithm>

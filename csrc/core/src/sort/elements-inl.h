@@ -1,0 +1,59 @@
+// The elements the sort works on (included inside namespace kwker::sort_detail::<isa>): packed
+// (key << 32 | position) integers, or (key, position) pairs for rows of 64-bit keys spanning 2^32 or
+// more, and how each compares, masks and sorts a leaf.
+
+inline constexpr uint64_t kLowHalf = 0xFFFFFFFFull;
+
+// Not std::swap: an inline std:: function instantiated in several ISA files may be linked as the copy
+// built with the widest ISA and then run on a CPU without it. Everything here lives in the ISA's
+// namespace.
+template <typename T>
+inline void swap_values(T& a, T& b) {
+  T t = a;
+  a = b;
+  b = t;
+}
+
+#include "simd-inl.h"
+
+// How packed elements compare: by key only (torch's comparator), or as whole integers (key, then
+// position: unique, hence the stable order).
+enum class PackedOrder { kByKey, kByElement };
+
+template <PackedOrder kOrder>
+struct PackedOps {
+  using Element = uint64_t;
+  static constexpr uint64_t kCompared = kOrder == PackedOrder::kByKey ? ~kLowHalf : ~uint64_t{0};
+  static bool less(uint64_t a, uint64_t b) { return (a & kCompared) < (b & kCompared); }
+  static uint64_t position(uint64_t e) { return e & kLowHalf; }
+  static unsigned digit(uint64_t e, int d) { return (e >> (32 + 8 * d)) & 0xFF; }
+  // Bit i: !less(p[i], pivot), for p[0..63]; and !less(pivot, p[63 - i]).
+  static uint64_t not_less_mask(const uint64_t* p, uint64_t pivot) {
+    return not_below_mask64(p, pivot & kCompared);
+  }
+  static uint64_t not_greater_mask_reversed(const uint64_t* p, uint64_t pivot) {
+    return not_above_mask64_reversed(p, pivot | ~kCompared);
+  }
+  static void sort_leaf(uint64_t* first, uint64_t* last) {
+    stable_sort_leaf<kOrder == PackedOrder::kByElement>(first, last - first);
+  }
+};
+
+struct WideElement {
+  uint64_t key;
+  uint64_t position;
+};
+
+struct WideOps {
+  using Element = WideElement;
+  static bool less(const WideElement& a, const WideElement& b) { return a.key < b.key; }
+  static uint64_t position(const WideElement& e) { return e.position; }
+  static unsigned digit(const WideElement& e, int d) { return (e.key >> (8 * d)) & 0xFF; }
+  static uint64_t not_less_mask(const WideElement* p, const WideElement& pivot) {
+    return not_below_mask64_wide(&p->key, pivot.key);
+  }
+  static uint64_t not_greater_mask_reversed(const WideElement* p, const WideElement& pivot) {
+    return not_above_mask64_wide_reversed(&p->key, pivot.key);
+  }
+  static void sort_leaf(WideElement* first, WideElement* last);
+};

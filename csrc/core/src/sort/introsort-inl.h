@@ -1,0 +1,123 @@
+// libstdc++'s std::sort (introsort), step for step, on packed or wide elements (included inside
+// namespace kwker::sort_detail::<isa>). Same depth limit (2 floor(log2 n)), same median-of-three
+// pivot, same Hoare partition (its stops found from compare masks), same heapsort fallback, and each
+// leaf of <= 16 elements sorted stably, which is what libstdc++'s final insertion sort does to it:
+// elements of a leaf are never less than those of the leaves before it, so none crosses a leaf
+// boundary. The permutation of equal keys is therefore libstdc++'s.
+
+inline constexpr int64_t kIntrosortThreshold = 16;  // libstdc++'s _S_threshold
+
+// libstdc++'s __move_median_to_first: the same comparisons pick the same element, here by
+// conditional moves instead of branches (the comparisons are data-dependent and mispredict).
+template <typename Ops, typename E>
+void move_median_to_first(E* result, E* a, E* b, E* c) {
+  const bool ab = Ops::less(*a, *b), bc = Ops::less(*b, *c), ac = Ops::less(*a, *c);
+  E* const if_ab = bc ? b : ac ? c : a;
+  E* const if_not_ab = ac ? a : bc ? c : b;
+  swap_values(*result, *(ab ? if_ab : if_not_ab));
+}
+
+// libstdc++'s __unguarded_partition(first, last, pivot) is, literally:
+//   while (true) { while (less(*first, pivot)) ++first; --last; while (less(pivot, *last)) --last;
+//                  if (!(first < last)) return first; swap(*first, *last); ++first; }
+// mask_partition makes exactly its swaps and returns its cut, with the stops read from bit masks.
+// Between the two scan fronts no element has moved yet, so where each front stops next is decided
+// by the elements as they were when their 64-element block was masked: the left front stops at the
+// next element not less than the pivot (or at the last right stop, whose swapped-in element is not
+// less), the right front at the previous element not greater; once the right stop is at or left of
+// the left stop the fronts have crossed and the left stop is the cut.
+
+// With the two blocks apart, swaps the k-th left stop (bit i: left_block[i]) with the k-th right
+// stop (bit i: right_top[-1 - i]) for k < the smaller count, clears those bits, and returns the bit of
+// the last right stop used. (A vector compress/expand version lost to this loop: the round trip
+// through memory defeats store forwarding.)
+template <typename E>
+int pair_off_stops(E* left_block, uint64_t& left_stops, E* right_top, uint64_t& right_stops) {
+  int last = 0;
+  while (left_stops != 0 && right_stops != 0) {
+    last = __builtin_ctzll(right_stops);
+    swap_values(left_block[__builtin_ctzll(left_stops)], right_top[-1 - last]);
+    left_stops &= left_stops - 1;
+    right_stops &= right_stops - 1;
+  }
+  return last;
+}
+
+template <typename Ops, typename E>
+E* mask_partition(E* first, E* last, const E pivot) {
+  E* left_block = first;
+  uint64_t left_stops = Ops::not_less_mask(left_block, pivot);
+  E* right_top = last;  // right_stops bit i stands for right_top[-1 - i]
+  uint64_t right_stops = Ops::not_greater_mask_reversed(right_top - 64, pivot);
+  E* bound = last;  // the last right stop: from here on the elements are final
+  // While the two blocks are apart, every left stop lies before every right stop and before `bound`:
+  // stops are paired off a round at a time, without the crossing checks.
+  while (left_block + 64 <= right_top - 64) {
+    if (left_stops == 0) {
+      if (left_block + 128 > right_top - 64) break;
+      left_block += 64;
+      left_stops = Ops::not_less_mask(left_block, pivot);
+    } else if (right_stops == 0) {
+      if (right_top - 128 < left_block + 64) break;
+      right_top -= 64;
+      right_stops = Ops::not_greater_mask_reversed(right_top - 64, pivot);
+    } else {
+      bound = right_top - 1 - pair_off_stops(left_block, left_stops, right_top, right_stops);
+    }
+  }
+  while (true) {
+    while (left_stops == 0) {
+      left_block += 64;
+      if (left_block >= bound) return bound;
+      left_stops = Ops::not_less_mask(left_block, pivot);
+    }
+    E* f = left_block + __builtin_ctzll(left_stops);
+    if (f >= bound) return bound;
+    left_stops &= left_stops - 1;
+    while (right_stops == 0) {
+      right_top -= 64;
+      if (right_top - 1 <= f) return f;
+      right_stops = Ops::not_greater_mask_reversed(right_top - 64, pivot);
+    }
+    E* l = right_top - 1 - __builtin_ctzll(right_stops);
+    if (l <= f) return f;
+    right_stops &= right_stops - 1;
+    swap_values(*f, *l);
+    bound = l;
+  }
+}
+
+// Stable insertion sort: the order libstdc++'s final insertion sort leaves a leaf in.
+inline void WideOps::sort_leaf(WideElement* first, WideElement* last) {
+  for (WideElement* i = first + 1; i < last; ++i) {
+    const WideElement v = *i;
+    WideElement* j = i;
+    for (; j > first && v.key < j[-1].key; --j) *j = j[-1];
+    *j = v;
+  }
+}
+
+template <typename Ops, typename E>
+void introsort_loop(E* first, E* last, int depth_limit) {
+  while (last - first > kIntrosortThreshold) {
+    if (depth_limit == 0) {
+      // libstdc++ falls back to __partial_sort(first, last, last): std::partial_sort is that call.
+      std::partial_sort(first, last, last, [](const E& a, const E& b) { return Ops::less(a, b); });
+      return;
+    }
+    --depth_limit;
+    E* mid = first + (last - first) / 2;
+    move_median_to_first<Ops>(first, first + 1, mid, last - 1);
+    E* cut = mask_partition<Ops>(first + 1, last, E(*first));
+    introsort_loop<Ops>(cut, last, depth_limit);
+    last = cut;
+  }
+  Ops::sort_leaf(first, last);
+}
+
+template <typename Ops, typename E>
+void libstdcxx_introsort(E* first, int64_t n) {
+  if (n < 2) return;
+  const int depth_limit = 2 * (63 - __builtin_clzll(static_cast<unsigned long long>(n)));
+  introsort_loop<Ops>(first, first + n, depth_limit);
+}
