@@ -27,7 +27,8 @@ inline uint64_t not_above_mask64_reversed(const uint64_t* p, uint64_t t) {
   const __m512i reverse = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);
   uint64_t bits = 0;
   for (int v = 0; v < 8; ++v) {
-    const __m512i x = _mm512_permutexvar_epi64(reverse, _mm512_loadu_si512(p + 8 * v));
+    // The maskz form: GCC 12 warns (falsely) about the unmasked one's undefined pass-through.
+    const __m512i x = _mm512_maskz_permutexvar_epi64(0xFF, reverse, _mm512_loadu_si512(p + 8 * v));
     bits |= uint64_t{_mm512_cmple_epu64_mask(x, threshold)} << (8 * (7 - v));
   }
   return bits;
