@@ -8,6 +8,8 @@ VENV=${KWKER_VENV:-.venv}; [ "${KWKER_TORCH:-2.14.1}" = "2.14.1" ] || VENV=${KWK
 
 cmake -S . -B build/core-tests -G Ninja -DKWKER_BUILD_TORCH=OFF -DKWKER_BUILD_TESTS=ON >/dev/null
 cmake --build build/core-tests
-ctest --test-dir build/core-tests --output-on-failure -j2 | tail -n 4
+# The full ctest log only when something failed; its summary line always.
+ctest --test-dir build/core-tests --output-on-failure -j2 > build/ctest.log 2>&1 || { cat build/ctest.log; exit 1; }
+tail -n 3 build/ctest.log
 
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" tests
