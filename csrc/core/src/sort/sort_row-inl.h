@@ -43,23 +43,20 @@ struct Row {
   Bits input(int64_t i) const { return load_bits<Bits>(job.input, i * job.input_stride); }
 };
 
-// What one pass over a row's keys tells: their range, and whether values can be rebuilt from keys.
+// What one pass over a row's keys tells: their range.
 struct KeyScan {
   uint64_t lo = ~uint64_t{0};
   uint64_t hi = 0;
-  bool invertible = true;
 };
 
 template <typename Format, bool kDescending>
 KeyScan scan_keys(const Row<Format, kDescending>& row) {
   using Bits = typename Format::Bits;
   Bits lo = Bits(~Bits(0)), hi = 0;
-  bool invertible = true;
   auto visit = [&](Bits bits) {
     const Bits k = sort_key<Format, kDescending>(bits);
     lo = k < lo ? k : lo;
     hi = k > hi ? k : hi;
-    invertible &= key_is_invertible<Format>(bits);
   };
   const int64_t n = row.job.n;
   if (row.job.input_stride == 1) {
@@ -68,13 +65,16 @@ KeyScan scan_keys(const Row<Format, kDescending>& row) {
   } else {
     for (int64_t i = 0; i < n; ++i) visit(row.input(i));
   }
-  return {lo, hi, invertible};
+  return {lo, hi};
 }
 
+// Packs the row's elements into `out`; returns whether every value can be rebuilt from its key.
 template <typename Format, bool kDescending>
-void fill_packed(const Row<Format, kDescending>& row, uint64_t lo, uint64_t* out) {
+bool fill_packed(const Row<Format, kDescending>& row, uint64_t lo, uint64_t* out) {
   using Bits = typename Format::Bits;
-  auto packed = [lo](Bits bits, int64_t i) {
+  bool invertible = true;
+  auto packed = [lo, &invertible](Bits bits, int64_t i) {
+    invertible &= key_is_invertible<Format>(bits);
     return ((uint64_t{sort_key<Format, kDescending>(bits)} - lo) << 32) | static_cast<uint64_t>(i);
   };
   const int64_t n = row.job.n;  // a local: the stores below could otherwise alias job.n
@@ -84,6 +84,7 @@ void fill_packed(const Row<Format, kDescending>& row, uint64_t lo, uint64_t* out
   } else {
     for (int64_t i = 0; i < n; ++i) out[i] = packed(row.input(i), i);
   }
+  return invertible;
 }
 
 // Writes indices and values of the sorted elements. `value_of(e)` gives an element's value bits.
@@ -184,7 +185,11 @@ void counting_sort(const Row<Format, kDescending>& row, const KeyScan& scan) {
   const uint64_t keys = scan.hi - scan.lo + 1;
   uint32_t* next = reinterpret_cast<uint32_t*>(job.buffer_b);
   for (uint64_t k = 0; k < keys; ++k) next[k] = 0;
-  for (int64_t i = 0; i < n; ++i) ++next[row.key(i) - scan.lo];
+  bool invertible = true;
+  for (int64_t i = 0; i < n; ++i) {
+    ++next[row.key(i) - scan.lo];
+    invertible &= key_is_invertible<Format>(row.input(i));
+  }
   uint32_t offset = 0;
   for (uint64_t k = 0; k < keys; ++k) {
     const uint32_t c = next[k];
@@ -193,7 +198,7 @@ void counting_sort(const Row<Format, kDescending>& row, const KeyScan& scan) {
   }
   for (int64_t i = 0; i < n; ++i) job.indices[int64_t{next[row.key(i) - scan.lo]++} * is] = i;
   Bits* values = static_cast<Bits*>(job.values);
-  if (scan.invertible) {  // next[k] is now where key k's run ends
+  if (invertible) {  // next[k] is now where key k's run ends
     int64_t j = 0;
     for (uint64_t k = 0; k < keys; ++k) {
       const Bits v = bits_of_key<Format, kDescending>(Bits(k + scan.lo));
@@ -210,13 +215,13 @@ void sort_packed(const Row<Format, kDescending>& row, const KeyScan& scan) {
   const RowJob& job = row.job;
   const int64_t n = job.n;
   const uint64_t range = scan.hi - scan.lo;
-  const bool rebuild = scan.invertible;
+
   if (n > kShortRowLength && job.ties == TieOrder::kStable && range < kCountingSortMaxKeys &&
       range < 4 * static_cast<uint64_t>(n)) {
     return counting_sort(row, scan);
   }
   uint64_t* a = job.buffer_a;
-  fill_packed(row, scan.lo, a);
+  const bool rebuild = fill_packed(row, scan.lo, a);
   auto done = [&](const uint64_t* sorted) { write_output<Format, kDescending, ByKey>(row, sorted, scan.lo, rebuild); };
 
   if (n <= kIntrosortThreshold) {
@@ -275,8 +280,12 @@ void sort_wide(const Row<Format, kDescending>& row, const KeyScan& scan) {
 template <typename Format, bool kDescending>
 void sort_row_typed(const RowJob& job) {
   const Row<Format, kDescending> row{job};
-  const KeyScan scan = scan_keys(row);
   if (job.n == 0) return;
+  // Long rows of narrow keys in torch's unstable order go straight to the introsort, which needs
+  // no key range: the full range stands in for a scan.
+  const bool range_unused = Format::key_bits <= 32 && job.ties == TieOrder::kIntrosort &&
+                            job.n >= kTiesAssumedLength;
+  const KeyScan scan = range_unused ? KeyScan{0, kLowHalf >> (32 - Format::key_bits)} : scan_keys(row);
   if (job.n > kShortRowLength) {
     const Monotony m = monotony(row);
     if (job.ties == TieOrder::kStable ? m.non_decreasing : m.increasing) {
