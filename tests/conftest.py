@@ -12,8 +12,13 @@ from __future__ import annotations
 import os
 import pathlib
 import sys
+import tempfile
 
 import pytest
+
+# The probe verdict the tests' install()/accelerated() calls cache goes to a folder of this test
+# session, never to the user's ~/.cache/kwker.
+os.environ["KWKER_CACHE_DIR"] = tempfile.mkdtemp(prefix="kwker-test-cache-")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TESTS = pathlib.Path(__file__).resolve().parent

@@ -17,9 +17,27 @@ _state: dict = {"tried": False, "ok": False, "error": None}
 LIBRARY_NAME = "libkwker_torch.so"
 
 
+_ALL = ("1", "all", "true", "yes")
+_NONE = ("", "0", "false", "no", "none")
+
+
+def _disable_setting() -> str:
+    return os.environ.get("KWKER_DISABLE", "").strip().lower()
+
+
 def disabled_by_env() -> bool:
-    """KWKER_DISABLE=1 (or all/true/yes) switches everything off."""
-    return os.environ.get("KWKER_DISABLE", "").strip().lower() in ("1", "all", "true", "yes")
+    """KWKER_DISABLE=1 (or all/true/yes) switches everything off: the library is not even loaded."""
+    return _disable_setting() in _ALL
+
+
+def families_disabled_by_env() -> frozenset[str]:
+    """The kernel families KWKER_DISABLE=sort,topk names (the library still loads; they are never
+    registered). Names of families this version does not have are kept, not rejected: a setting
+    written for a newer Kwker must not break an older one."""
+    setting = _disable_setting()
+    if setting in _ALL or setting in _NONE:
+        return frozenset()
+    return frozenset(name.strip() for name in setting.split(",") if name.strip())
 
 
 def library_path() -> pathlib.Path:

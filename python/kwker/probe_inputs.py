@@ -1,0 +1,166 @@
+"""The probe's inputs, per kernel family: what each family is run on, against torch, before it is trusted.
+
+PROBE_INPUTS maps each family of torch_ops.KERNELS to a function returning its ProbeInputs; a family
+added to KERNELS adds its entry here (a family without one is never trusted). The inputs aim at what
+could differ between Kwker and torch on some machine: ties (the order of equal keys), NaN payloads and
+the sign of zero (values are compared bit for bit), strides, every dtype, and sizes on both sides of
+the kernels' internal thresholds. Each input is deterministic (its own seed), so the name the verdict
+records is enough to rebuild it.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+
+@dataclass(frozen=True)
+class ProbeInput:
+    name: str                                   # unique within its family; names the input in a verdict
+    make: Callable[[], torch.Tensor]            # builds the input
+    run: Callable[[torch.Tensor], object]       # the call; run once with Kwker off, once on; must build
+                                                # its own out= tensors and must not modify its input
+
+
+# --- sort -------------------------------------------------------------------------------------------
+
+SORT_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+               torch.float16, torch.bfloat16, torch.float32, torch.float64)
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+# Row lengths on both sides of the kernels' thresholds (sort_row-inl.h: introsort's insertion-sort
+# threshold 16, short rows 256, ties assumed from 16384; torch's radix sort of 1-D integers from 32768).
+SMALL_LENGTHS = (8, 16, 17, 64)
+MEDIUM_LENGTHS = (256, 257)
+LARGE_LENGTHS = (16384, 32768)
+# Off-by-one lengths of the large thresholds: fewer dtypes, as each costs more than all small inputs.
+LARGE_EDGE_LENGTHS = (16385, 32767)
+LARGE_EDGE_DTYPES = (torch.int64, torch.float32)
+VARIANTS = tuple((stable, descending) for stable in (False, True) for descending in (False, True))
+MIN_ELEMENTS = 512  # rows enough that Kwker serves the call (it leaves tiny tensors to torch)
+
+# (bits of the same-size integer type, exponent bits, mantissa bits) of each float type.
+_FLOAT_LAYOUT = {torch.float16: (torch.int16, 5, 10), torch.bfloat16: (torch.int16, 8, 7),
+                 torch.float32: (torch.int32, 8, 23), torch.float64: (torch.int64, 11, 52)}
+
+
+def _short(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _generator(name: str) -> torch.Generator:
+    # Seeded by the input's name (not hash(), which is salted per process).
+    return torch.Generator().manual_seed(zlib.crc32(name.encode()))
+
+
+def _ties(n: int, dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
+    """Few distinct values, each many times: the order of equal keys shows."""
+    high = 2 if dtype == torch.bool else 8
+    return torch.randint(0, high, (n,), generator=gen).to(dtype)
+
+
+def _random(n: int, dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
+    """Values over the dtype's whole range (floats: normal), few or no ties."""
+    if dtype.is_floating_point:
+        return torch.randn(n, generator=gen, dtype=torch.float64).to(dtype)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, (n,), generator=gen).to(dtype)
+    info = torch.iinfo(dtype)
+    return torch.randint(info.min, info.max, (n,), generator=gen, dtype=torch.int64).to(dtype)
+
+
+def _special_bits(dtype: torch.dtype) -> list[int]:
+    """Bit patterns of NaNs with payloads (quiet, signalling, negative), ±inf, ±0, the smallest
+    subnormal and the largest finite value, as signed integers of the float's size."""
+    _, exponent_bits, mantissa_bits = _FLOAT_LAYOUT[dtype]
+    total = 1 + exponent_bits + mantissa_bits
+    sign, exponent = 1 << (total - 1), ((1 << exponent_bits) - 1) << mantissa_bits
+    quiet = 1 << (mantissa_bits - 1)
+    patterns = [exponent | quiet, exponent | quiet | 1, exponent | 1, sign | exponent | quiet,
+                sign | exponent | quiet | 3, (1 << total) - 1, exponent, sign | exponent, 0, sign, 1,
+                sign | 1, exponent - 1]
+    return [p - (1 << total) if p & sign else p for p in patterns]  # as two's-complement integers
+
+
+def _specials(n: int, dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
+    """Normal values with a quarter of the elements special (NaN payloads, ±0, ±inf, subnormals)."""
+    int_type = _FLOAT_LAYOUT[dtype][0]
+    x = torch.randn(n, generator=gen, dtype=torch.float64).to(dtype)
+    bits = torch.tensor(_special_bits(dtype), dtype=torch.int64).to(int_type)
+    where = torch.randperm(n, generator=gen)[: max(1, n // 4)]
+    x.view(int_type)[where] = bits[torch.randint(0, bits.numel(), (where.numel(),), generator=gen)]
+    return x
+
+
+_SORT_DATA = {"ties": _ties, "random": _random, "specials": _specials}
+
+
+def _rows(length: int) -> int:
+    return max(1, math.ceil(MIN_ELEMENTS / length)) if length < LARGE_LENGTHS[0] else 1
+
+
+def _sort_input(name: str, data: str, dtype: torch.dtype, length: int, layout: str) -> Callable:
+    """Builds the tensor whose last dim is sorted: rows of a row-major block ("contiguous"), columns of
+    one (the sorted dim strided: "transposed"), or every other element of wider rows ("sliced")."""
+    rows = _rows(length)
+
+    def make() -> torch.Tensor:
+        def block(height: int, width: int) -> torch.Tensor:
+            return _SORT_DATA[data](height * width, dtype, _generator(name)).reshape(height, width)
+
+        if layout == "transposed":  # a single row: the middle column of three (an offset, too)
+            return block(length, rows).t() if rows > 1 else block(length, 3)[:, 1]
+        sorted_rows = block(rows, 2 * length)[:, ::2] if layout == "sliced" else block(rows, length)
+        return sorted_rows if rows > 1 else sorted_rows[0]
+
+    return make
+
+
+def _sort_call(stable: bool, descending: bool, out: bool) -> Callable:
+    def run(x: torch.Tensor):
+        if not out:
+            return torch.sort(x, dim=-1, stable=stable, descending=descending)
+        values, indices = torch.empty_like(x), torch.empty(x.shape, dtype=torch.long)
+        return torch.sort(x, dim=-1, stable=stable, descending=descending, out=(values, indices))
+
+    return run
+
+
+def _sort_inputs_for(dtype: torch.dtype, lengths, data: str, layout: str = "contiguous",
+                     out: bool = False, variants=VARIANTS) -> list[ProbeInput]:
+    inputs = []
+    for length in lengths:
+        shape = (_rows(length), length) if _rows(length) > 1 else (length,)
+        for stable, descending in variants:
+            name = (f"sort {_short(dtype)} {data} {'x'.join(map(str, shape))} {layout} "
+                    f"{'stable' if stable else 'unstable'} {'descending' if descending else 'ascending'}"
+                    f"{' out=' if out else ''}")
+            inputs.append(ProbeInput(name, _sort_input(name, data, dtype, length, layout),
+                                     _sort_call(stable, descending, out)))
+    return inputs
+
+
+def sort_probe_inputs() -> list[ProbeInput]:
+    inputs = []
+    for dtype in SORT_DTYPES:
+        inputs += _sort_inputs_for(dtype, SMALL_LENGTHS + MEDIUM_LENGTHS + LARGE_LENGTHS, "ties")
+        inputs += _sort_inputs_for(dtype, MEDIUM_LENGTHS + LARGE_LENGTHS[-1:], "random",
+                                   variants=[(False, False), (False, True)])
+    for dtype in LARGE_EDGE_DTYPES:
+        inputs += _sort_inputs_for(dtype, LARGE_EDGE_LENGTHS, "ties")
+    for dtype in FLOAT_DTYPES:
+        inputs += _sort_inputs_for(dtype, (17, 257, 16384), "specials")
+    for dtype in (torch.bool, torch.int64, torch.float16, torch.float32):
+        for layout in ("transposed", "sliced"):
+            inputs += _sort_inputs_for(dtype, (17, 257, 16385), "ties", layout=layout)
+    for dtype in (torch.int64, torch.bfloat16, torch.float32):
+        inputs += _sort_inputs_for(dtype, (17, 257, 16384), "ties", out=True)
+    return inputs
+
+
+PROBE_INPUTS: dict[str, Callable[[], list[ProbeInput]]] = {
+    "sort": sort_probe_inputs,
+}
