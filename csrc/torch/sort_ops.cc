@@ -122,48 +122,66 @@ bool out_tensors_usable(const Tensor& self, const Tensor& values, const Tensor& 
          at::get_overlap_status(values, indices) == MemOverlapStatus::No;
 }
 
-// Returns false, having written nothing, when the core declines (torch is as fast there).
-bool sort_into(const Tensor& self, int64_t dim, bool descending, TieOrder ties, const Tensor& values,
-               const Tensor& indices) {
-  std::vector<int64_t> outer_sizes, input_strides, values_strides, indices_strides;
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    if (d == dim) continue;
-    outer_sizes.push_back(self.size(d));
-    input_strides.push_back(self.stride(d));
-    values_strides.push_back(values.stride(d));
-    indices_strides.push_back(indices.stride(d));
+// One sort call as the core sees it: the rows of `self` along `dim`. Asked first whether the core
+// declines (before any output exists), then run into the outputs.
+class SortCall {
+ public:
+  SortCall(const Tensor& self, int64_t dim, bool descending, bool stable) : self_(self), dim_(dim) {
+    for (int64_t d = 0; d < self.dim(); ++d) {
+      if (d == dim) continue;
+      outer_sizes_.push_back(self.size(d));
+      input_strides_.push_back(self.stride(d));
+    }
+    problem_.dtype = *core_dtype(self.scalar_type());
+    problem_.order = descending ? SortOrder::kDescending : SortOrder::kAscending;
+    problem_.ties = tie_order(self, stable, descending);
+    problem_.row_length = self.size(dim);
+    problem_.outer_sizes = outer_sizes_;
+    problem_.input = {const_cast<void*>(self.const_data_ptr()), self.stride(dim), input_strides_};
   }
-  SortRowsProblem problem;
-  problem.dtype = *core_dtype(self.scalar_type());
-  problem.order = descending ? SortOrder::kDescending : SortOrder::kAscending;
-  problem.ties = ties;
-  problem.row_length = self.size(dim);
-  problem.outer_sizes = outer_sizes;
-  problem.input = {const_cast<void*>(self.const_data_ptr()), self.stride(dim), input_strides};
-  problem.values = {values.mutable_data_ptr(), values.stride(dim), values_strides};
-  problem.indices = {indices.mutable_data_ptr(), indices.stride(dim), indices_strides};
-  if (!sort_rows(problem)) return false;
-  if (fault_injected(Kernel::kSort) && indices.numel() > 1) {
-    *indices.mutable_data_ptr<int64_t>() = -1;  // test-only (kwker::inject_fault): a wrong answer
+  SortCall(const SortCall&) = delete;
+  SortCall& operator=(const SortCall&) = delete;
+
+  bool declined() const { return sort_declines(problem_); }
+
+  void run(const Tensor& values, const Tensor& indices) {
+    for (int64_t d = 0; d < self_.dim(); ++d) {
+      if (d == dim_) continue;
+      values_strides_.push_back(values.stride(d));
+      indices_strides_.push_back(indices.stride(d));
+    }
+    problem_.values = {values.mutable_data_ptr(), values.stride(dim_), values_strides_};
+    problem_.indices = {indices.mutable_data_ptr(), indices.stride(dim_), indices_strides_};
+    sort_rows(problem_);
+    if (fault_injected(Kernel::kSort) && indices.numel() > 1) {
+      *indices.mutable_data_ptr<int64_t>() = -1;  // test-only (kwker::inject_fault): a wrong answer
+    }
   }
-  return true;
-}
+
+ private:
+  const Tensor& self_;
+  int64_t dim_;
+  std::vector<int64_t> outer_sizes_, input_strides_, values_strides_, indices_strides_;
+  SortRowsProblem problem_{};
+};
 
 std::tuple<Tensor, Tensor> sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim,
                                        bool descending) {
   CallRecord call(Kernel::kSort);
-  if (const auto why = why_torch_sorts(self, stable, dim)) {
+  std::optional<Fallback> why = why_torch_sorts(self, stable, dim);
+  std::optional<SortCall> sort;
+  if (!why) {
+    sort.emplace(self, dim < 0 ? dim + self.dim() : dim, descending, *stable);
+    if (sort->declined()) why = Fallback::kDeclined;
+  }
+  if (why) {
     call.fell_back(*why);
     return at::cpu::sort(self, stable, dim, descending);
   }
-  dim = dim < 0 ? dim + self.dim() : dim;
   const std::vector<int64_t> strides = output_strides(self);
   Tensor values = at::detail::empty_strided_cpu(self.sizes(), strides, self.scalar_type());
   Tensor indices = at::detail::empty_strided_cpu(self.sizes(), strides, at::kLong);
-  if (!sort_into(self, dim, descending, tie_order(self, *stable, descending), values, indices)) {
-    call.fell_back(Fallback::kDeclined);
-    return at::cpu::sort(self, stable, dim, descending);
-  }
+  sort->run(values, indices);
   call.served();
   return {std::move(values), std::move(indices)};
 }
@@ -173,16 +191,17 @@ std::tuple<Tensor&, Tensor&> sort_values_stable(const Tensor& self, std::optiona
                                                 Tensor& indices) {
   CallRecord call(Kernel::kSort);
   std::optional<Fallback> why = why_torch_sorts(self, stable, dim);
+  std::optional<SortCall> sort;
+  if (!why) {
+    sort.emplace(self, dim < 0 ? dim + self.dim() : dim, descending, *stable);
+    if (sort->declined()) why = Fallback::kDeclined;
+  }
   if (!why && !out_tensors_usable(self, values, indices)) why = Fallback::kOutTensors;
   if (why) {
     call.fell_back(*why);
     return at::cpu::sort_outf(self, stable, dim, descending, values, indices);
   }
-  const int64_t d = dim < 0 ? dim + self.dim() : dim;
-  if (!sort_into(self, d, descending, tie_order(self, *stable, descending), values, indices)) {
-    call.fell_back(Fallback::kDeclined);
-    return at::cpu::sort_outf(self, stable, dim, descending, values, indices);
-  }
+  sort->run(values, indices);
   call.served();
   return {values, indices};
 }

@@ -47,10 +47,13 @@ struct SortRowsProblem {
 // Rows longer than this go to torch (indices travel packed in 32 bits).
 inline constexpr int64_t kMaxSortRowLength = (int64_t{1} << 32) - 1;
 
-// Sorts every row and returns true, or returns false having written nothing: Kwker declines when
-// the first row's keys are already in order (or reverse order) with equal keys and the tie order is
-// kIntrosort, where libstdc++'s introsort meets only predictable branches and is as fast; the
-// caller then sorts with torch. Input and outputs must not overlap.
-bool sort_rows(const SortRowsProblem& problem);
+// Whether Kwker leaves this problem to the caller's (torch's) sort: when the tie order is kIntrosort
+// and the first row's keys are already in order (or reverse order) with equal keys, libstdc++'s
+// introsort meets only predictable branches and is as fast. Reads only the input (values and
+// indices may be unset), so it can be asked before the outputs are allocated.
+bool sort_declines(const SortRowsProblem& problem);
+
+// Sorts every row. Input and outputs must not overlap.
+void sort_rows(const SortRowsProblem& problem);
 
 }  // namespace kwker

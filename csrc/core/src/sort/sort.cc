@@ -110,17 +110,21 @@ void point_at_row(RowJob& job, const SortRowsProblem& p, const RowCursor& cursor
 
 }  // namespace
 
-bool sort_rows(const SortRowsProblem& p) {
+bool sort_declines(const SortRowsProblem& p) {
   int64_t rows = 1;
   for (int64_t s : p.outer_sizes) rows *= s;
-  if (rows == 0 || p.row_length == 0) return true;
+  if (rows == 0 || p.row_length == 0) return false;
+  RowJob first = job_for(p, thread_workspace(), nullptr);
+  first.input = element_at(p.input, dtype_size(p.dtype), RowCursor(p, 0).input());
+  return row_kernels_for(active_isa()).declines(first);
+}
+
+void sort_rows(const SortRowsProblem& p) {
+  int64_t rows = 1;
+  for (int64_t s : p.outer_sizes) rows *= s;
+  if (rows == 0 || p.row_length == 0) return;
   const RowKernels kernels = row_kernels_for(active_isa());
   int ties_seen = 0;
-  {
-    RowJob first = job_for(p, thread_workspace(), &ties_seen);
-    point_at_row(first, p, RowCursor(p, 0));
-    if (kernels.declines(first)) return false;
-  }
   // As torch: about 32768 elements of work per task, so thread count never changes a result.
   const int64_t grain = std::max<int64_t>(1, 32768 / p.row_length);
   parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
@@ -133,7 +137,6 @@ bool sort_rows(const SortRowsProblem& p) {
       kernels.sort_row(job);
     }
   });
-  return true;
 }
 
 }  // namespace kwker

@@ -134,28 +134,35 @@ struct Monotony {
 };
 
 // Checked a block at a time, so each block vectorises and a shuffled row stops after one block.
-template <typename Format, bool kDescending>
-Monotony monotony(const Row<Format, kDescending>& row) {
+template <typename Format, bool kDescending, typename KeyAt>
+Monotony monotony_of(int64_t n, const KeyAt& key_at) {
   using Bits = typename Format::Bits;
   constexpr int64_t kBlock = 256;
-  const int64_t n = row.job.n;
-  const bool contiguous = row.job.input_stride == 1;
-  const Bits* in = static_cast<const Bits*>(row.job.input);
-  auto key = [&](int64_t i) { return contiguous ? sort_key<Format, kDescending>(in[i]) : row.key(i); };
   Monotony m;
   for (int64_t start = 1; start < n && m.any(); start += kBlock) {
     const int64_t end = std::min(n, start + kBlock);
-    bool nd = true, inc = true, ni = true, dec = true;
+    // Counts of the pairs that break each property: integer sums vectorise, boolean ANDs do not.
+    int64_t falls = 0, rises = 0, equals = 0;
     for (int64_t i = start; i < end; ++i) {
-      const Bits k = key(i), previous = key(i - 1);
-      nd &= k >= previous;
-      inc &= k > previous;
-      ni &= k <= previous;
-      dec &= k < previous;
+      const Bits k = key_at(i), previous = key_at(i - 1);
+      falls += k < previous;
+      rises += k > previous;
+      equals += k == previous;
     }
-    m = {m.non_decreasing && nd, m.increasing && inc, m.non_increasing && ni, m.decreasing && dec};
+    m = {m.non_decreasing && falls == 0, m.increasing && falls == 0 && equals == 0,
+         m.non_increasing && rises == 0, m.decreasing && rises == 0 && equals == 0};
   }
   return m;
+}
+
+template <typename Format, bool kDescending>
+Monotony monotony(const Row<Format, kDescending>& row) {
+  using Bits = typename Format::Bits;
+  if (row.job.input_stride == 1) {
+    const Bits* in = static_cast<const Bits*>(row.job.input);
+    return monotony_of<Format, kDescending>(row.job.n, [in](int64_t i) { return sort_key<Format, kDescending>(in[i]); });
+  }
+  return monotony_of<Format, kDescending>(row.job.n, [&row](int64_t i) { return row.key(i); });
 }
 
 enum class Monotonic { kIncreasing, kDecreasing };
