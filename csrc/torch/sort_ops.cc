@@ -165,15 +165,20 @@ class SortCall {
   SortRowsProblem problem_{};
 };
 
+// Sets up Kwker's sort of this call in `sort`, or returns why torch sorts it.
+std::optional<Fallback> plan_sort(const Tensor& self, std::optional<bool> stable, int64_t dim,
+                                  bool descending, std::optional<SortCall>& sort) {
+  if (const auto why = why_torch_sorts(self, stable, dim)) return why;
+  sort.emplace(self, dim < 0 ? dim + self.dim() : dim, descending, *stable);
+  if (sort->declined()) return Fallback::kDeclined;
+  return std::nullopt;
+}
+
 std::tuple<Tensor, Tensor> sort_stable(const Tensor& self, std::optional<bool> stable, int64_t dim,
                                        bool descending) {
   CallRecord call(Kernel::kSort);
-  std::optional<Fallback> why = why_torch_sorts(self, stable, dim);
   std::optional<SortCall> sort;
-  if (!why) {
-    sort.emplace(self, dim < 0 ? dim + self.dim() : dim, descending, *stable);
-    if (sort->declined()) why = Fallback::kDeclined;
-  }
+  std::optional<Fallback> why = plan_sort(self, stable, dim, descending, sort);
   if (why) {
     call.fell_back(*why);
     return at::cpu::sort(self, stable, dim, descending);
@@ -190,12 +195,8 @@ std::tuple<Tensor&, Tensor&> sort_values_stable(const Tensor& self, std::optiona
                                                 int64_t dim, bool descending, Tensor& values,
                                                 Tensor& indices) {
   CallRecord call(Kernel::kSort);
-  std::optional<Fallback> why = why_torch_sorts(self, stable, dim);
   std::optional<SortCall> sort;
-  if (!why) {
-    sort.emplace(self, dim < 0 ? dim + self.dim() : dim, descending, *stable);
-    if (sort->declined()) why = Fallback::kDeclined;
-  }
+  std::optional<Fallback> why = plan_sort(self, stable, dim, descending, sort);
   if (!why && !out_tensors_usable(self, values, indices)) why = Fallback::kOutTensors;
   if (why) {
     call.fell_back(*why);

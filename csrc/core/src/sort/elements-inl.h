@@ -29,10 +29,10 @@ struct PackedOps {
   static unsigned digit(uint64_t e, int d) { return (e >> (32 + 8 * d)) & 0xFF; }
   // Bit i: !less(p[i], pivot), for p[0..63]; and !less(pivot, p[63 - i]).
   static uint64_t not_less_mask(const uint64_t* p, uint64_t pivot) {
-    return not_below_mask64(p, pivot & kCompared);
+    return stop_mask64<Stops::kNotBelow, false, false>(p, pivot & kCompared);
   }
   static uint64_t not_greater_mask_reversed(const uint64_t* p, uint64_t pivot) {
-    return not_above_mask64_reversed(p, pivot | ~kCompared);
+    return stop_mask64<Stops::kNotAbove, false, true>(p, pivot | ~kCompared);
   }
   static void sort_leaf(uint64_t* first, uint64_t* last) {
     stable_sort_leaf<kOrder == PackedOrder::kByElement>(first, last - first);
@@ -50,10 +50,10 @@ struct WideOps {
   static uint64_t position(const WideElement& e) { return e.position; }
   static unsigned digit(const WideElement& e, int d) { return (e.key >> (8 * d)) & 0xFF; }
   static uint64_t not_less_mask(const WideElement* p, const WideElement& pivot) {
-    return not_below_mask64_wide(&p->key, pivot.key);
+    return stop_mask64<Stops::kNotBelow, true, false>(&p->key, pivot.key);
   }
   static uint64_t not_greater_mask_reversed(const WideElement* p, const WideElement& pivot) {
-    return not_above_mask64_wide_reversed(&p->key, pivot.key);
+    return stop_mask64<Stops::kNotAbove, true, true>(&p->key, pivot.key);
   }
   static void sort_leaf(WideElement* first, WideElement* last);
 };

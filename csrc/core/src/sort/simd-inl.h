@@ -1,59 +1,40 @@
-// The per-ISA part of the sort, on packed (key << 32 | position) elements. Included inside
-// namespace kwker::sort_detail::<isa> by sort_<isa>.cc.
+// The per-ISA part of the sort. Included inside namespace kwker::sort_detail::<isa> by
+// sort_<isa>.cc.
 //
-// not_below_mask64(p, t): bit i set iff p[i] >= t, for p[0..63].
-// not_above_mask64_reversed(p, t): bit i set iff p[63 - i] <= t, for p[0..63]: the right front walks
-//                          down, and a reversed mask lets it find its next stop with tzcnt/blsr,
-//                          whose short latency keeps the partition loop from waiting on lzcnt.
-// not_below_mask64_wide / not_above_mask64_wide_reversed: the same over the keys of 64 (key,
-//                          position) pairs, i.e. p[2 * i] for i in [0, 64).
+// stop_mask64<kStops, kPairs, kReversed>(p, t): bit i set iff the i-th of 64 keys at p compares with
+//                          t as kStops says (kNotBelow: key >= t, kNotAbove: key <= t). The keys are
+//                          p[0..63], or the keys of 64 (key, position) pairs (kPairs: p[2 * i]);
+//                          kReversed counts them from the end: the right front of the partition walks
+//                          down, and a reversed mask lets it find its next stop with tzcnt/blsr, whose
+//                          short latency keeps the partition loop from waiting on lzcnt.
 // stable_sort_leaf<kByWholeElement>(a, n): sorts a[0..n), n <= 16, by key (the high half) keeping
 //                          the order of equal keys, or by the whole (unique) element. Vector variants
 //                          rank each element by (key, position in the leaf), or by itself.
 
+enum class Stops { kNotBelow, kNotAbove };
 #if defined(KWKER_ISA_AVX512)
 
-inline uint64_t not_below_mask64(const uint64_t* p, uint64_t t) {
+template <Stops kStops, bool kPairs, bool kReversed>
+inline uint64_t stop_mask64(const uint64_t* p, uint64_t t) {
   const __m512i threshold = _mm512_set1_epi64(static_cast<long long>(t));
+  // Lane order within a vector: the pair-keys (even elements of two vectors), reversed or not.
+  const __m512i order = kPairs ? (kReversed ? _mm512_set_epi64(0, 2, 4, 6, 8, 10, 12, 14)
+                                            : _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0))
+                               : _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);
   uint64_t bits = 0;
   for (int v = 0; v < 8; ++v) {
-    bits |= uint64_t{_mm512_cmpge_epu64_mask(_mm512_loadu_si512(p + 8 * v), threshold)} << (8 * v);
-  }
-  return bits;
-}
-
-inline uint64_t not_above_mask64_reversed(const uint64_t* p, uint64_t t) {
-  const __m512i threshold = _mm512_set1_epi64(static_cast<long long>(t));
-  const __m512i reverse = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);
-  uint64_t bits = 0;
-  for (int v = 0; v < 8; ++v) {
-    // The maskz form: GCC 12 warns (falsely) about the unmasked one's undefined pass-through.
-    const __m512i x = _mm512_maskz_permutexvar_epi64(0xFF, reverse, _mm512_loadu_si512(p + 8 * v));
-    bits |= uint64_t{_mm512_cmple_epu64_mask(x, threshold)} << (8 * (7 - v));
-  }
-  return bits;
-}
-
-inline uint64_t not_below_mask64_wide(const uint64_t* p, uint64_t t) {
-  const __m512i threshold = _mm512_set1_epi64(static_cast<long long>(t));
-  const __m512i keys_of = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
-  uint64_t bits = 0;
-  for (int v = 0; v < 8; ++v) {
-    const __m512i keys = _mm512_permutex2var_epi64(_mm512_loadu_si512(p + 16 * v), keys_of,
-                                                   _mm512_loadu_si512(p + 16 * v + 8));
-    bits |= uint64_t{_mm512_cmpge_epu64_mask(keys, threshold)} << (8 * v);
-  }
-  return bits;
-}
-
-inline uint64_t not_above_mask64_wide_reversed(const uint64_t* p, uint64_t t) {
-  const __m512i threshold = _mm512_set1_epi64(static_cast<long long>(t));
-  const __m512i keys_reversed = _mm512_set_epi64(0, 2, 4, 6, 8, 10, 12, 14);
-  uint64_t bits = 0;
-  for (int v = 0; v < 8; ++v) {
-    const __m512i keys = _mm512_permutex2var_epi64(_mm512_loadu_si512(p + 16 * v), keys_reversed,
-                                                   _mm512_loadu_si512(p + 16 * v + 8));
-    bits |= uint64_t{_mm512_cmple_epu64_mask(keys, threshold)} << (8 * (7 - v));
+    __m512i keys;
+    if constexpr (kPairs) {
+      keys = _mm512_permutex2var_epi64(_mm512_loadu_si512(p + 16 * v), order, _mm512_loadu_si512(p + 16 * v + 8));
+    } else if constexpr (kReversed) {
+      // The maskz form: GCC 12 warns (falsely) about the unmasked one's undefined pass-through.
+      keys = _mm512_maskz_permutexvar_epi64(0xFF, order, _mm512_loadu_si512(p + 8 * v));
+    } else {
+      keys = _mm512_loadu_si512(p + 8 * v);
+    }
+    const __mmask8 m = kStops == Stops::kNotBelow ? _mm512_cmpge_epu64_mask(keys, threshold)
+                                                  : _mm512_cmple_epu64_mask(keys, threshold);
+    bits |= uint64_t{m} << (8 * (kReversed ? 7 - v : v));
   }
   return bits;
 }
@@ -96,51 +77,32 @@ inline uint64_t lane_bits(__m256i v) {
   return static_cast<uint64_t>(_mm256_movemask_pd(_mm256_castsi256_pd(v)));
 }
 
-inline __m256i load_biased(const uint64_t* p) {
-  return biased(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-
-inline uint64_t not_below_mask64(const uint64_t* p, uint64_t t) {
-  const __m256i threshold = biased(_mm256_set1_epi64x(static_cast<long long>(t)));
-  uint64_t below = 0;
-  for (int v = 0; v < 16; ++v) below |= lane_bits(_mm256_cmpgt_epi64(threshold, load_biased(p + 4 * v))) << (4 * v);
-  return ~below;
-}
-
-inline uint64_t not_above_mask64_reversed(const uint64_t* p, uint64_t t) {
-  const __m256i threshold = biased(_mm256_set1_epi64x(static_cast<long long>(t)));
-  uint64_t above = 0;
-  for (int v = 0; v < 16; ++v) {
-    const __m256i x = _mm256_permute4x64_epi64(load_biased(p + 4 * v), 0x1B);  // lanes reversed
-    above |= lane_bits(_mm256_cmpgt_epi64(x, threshold)) << (4 * (15 - v));
-  }
-  return ~above;
-}
-
 // Keys of the four (key, position) pairs at p, in order (or reversed).
-inline __m256i wide_keys(const uint64_t* p, bool reversed) {
+inline __m256i pair_keys(const uint64_t* p, bool reversed) {
   const __m256i mixed = _mm256_unpacklo_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
                                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4)));
   // mixed = k0 k2 k1 k3
   return reversed ? _mm256_permute4x64_epi64(mixed, 0x27) : _mm256_permute4x64_epi64(mixed, 0xD8);
 }
 
-inline uint64_t not_below_mask64_wide(const uint64_t* p, uint64_t t) {
+template <Stops kStops, bool kPairs, bool kReversed>
+inline uint64_t stop_mask64(const uint64_t* p, uint64_t t) {
   const __m256i threshold = biased(_mm256_set1_epi64x(static_cast<long long>(t)));
-  uint64_t below = 0;
+  uint64_t fails = 0;  // lanes that do not stop: key < t (kNotBelow) or key > t (kNotAbove)
   for (int v = 0; v < 16; ++v) {
-    below |= lane_bits(_mm256_cmpgt_epi64(threshold, biased(wide_keys(p + 8 * v, false)))) << (4 * v);
+    __m256i keys;
+    if constexpr (kPairs) {
+      keys = pair_keys(p + 8 * v, kReversed);
+    } else {
+      keys = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 4 * v));
+      if constexpr (kReversed) keys = _mm256_permute4x64_epi64(keys, 0x1B);
+    }
+    keys = biased(keys);
+    const __m256i fail = kStops == Stops::kNotBelow ? _mm256_cmpgt_epi64(threshold, keys)
+                                                    : _mm256_cmpgt_epi64(keys, threshold);
+    fails |= lane_bits(fail) << (4 * (kReversed ? 15 - v : v));
   }
-  return ~below;
-}
-
-inline uint64_t not_above_mask64_wide_reversed(const uint64_t* p, uint64_t t) {
-  const __m256i threshold = biased(_mm256_set1_epi64x(static_cast<long long>(t)));
-  uint64_t above = 0;
-  for (int v = 0; v < 16; ++v) {
-    above |= lane_bits(_mm256_cmpgt_epi64(biased(wide_keys(p + 8 * v, true)), threshold)) << (4 * (15 - v));
-  }
-  return ~above;
+  return ~fails;
 }
 
 template <bool kByWholeElement>
@@ -164,27 +126,13 @@ inline void stable_sort_leaf(uint64_t* a, int64_t n) {
 
 #else
 
-inline uint64_t not_below_mask64(const uint64_t* p, uint64_t t) {
+template <Stops kStops, bool kPairs, bool kReversed>
+inline uint64_t stop_mask64(const uint64_t* p, uint64_t t) {
   uint64_t bits = 0;
-  for (int i = 0; i < 64; ++i) bits |= uint64_t{p[i] >= t} << i;
-  return bits;
-}
-
-inline uint64_t not_above_mask64_reversed(const uint64_t* p, uint64_t t) {
-  uint64_t bits = 0;
-  for (int i = 0; i < 64; ++i) bits |= uint64_t{p[63 - i] <= t} << i;
-  return bits;
-}
-
-inline uint64_t not_below_mask64_wide(const uint64_t* p, uint64_t t) {
-  uint64_t bits = 0;
-  for (int i = 0; i < 64; ++i) bits |= uint64_t{p[2 * i] >= t} << i;
-  return bits;
-}
-
-inline uint64_t not_above_mask64_wide_reversed(const uint64_t* p, uint64_t t) {
-  uint64_t bits = 0;
-  for (int i = 0; i < 64; ++i) bits |= uint64_t{p[2 * (63 - i)] <= t} << i;
+  for (int i = 0; i < 64; ++i) {
+    const uint64_t key = p[(kPairs ? 2 : 1) * (kReversed ? 63 - i : i)];
+    bits |= uint64_t{kStops == Stops::kNotBelow ? key >= t : key <= t} << i;
+  }
   return bits;
 }
 
