@@ -26,7 +26,7 @@ struct PackedOps {
   static constexpr uint64_t kCompared = kOrder == PackedOrder::kByKey ? ~kLowHalf : ~uint64_t{0};
   static bool less(uint64_t a, uint64_t b) { return (a & kCompared) < (b & kCompared); }
   static uint64_t position(uint64_t e) { return e & kLowHalf; }
-  static unsigned digit(uint64_t e, int d) { return (e >> (32 + 8 * d)) & 0xFF; }
+  static uint64_t radix_key(uint64_t e) { return e >> 32; }
   // Bit i: !less(p[i], pivot), for p[0..63]; and !less(pivot, p[63 - i]).
   static uint64_t not_less_mask(const uint64_t* p, uint64_t pivot) {
     return stop_mask64<Stops::kNotBelow, false, false>(p, pivot & kCompared);
@@ -48,7 +48,7 @@ struct WideOps {
   using Element = WideElement;
   static bool less(const WideElement& a, const WideElement& b) { return a.key < b.key; }
   static uint64_t position(const WideElement& e) { return e.position; }
-  static unsigned digit(const WideElement& e, int d) { return (e.key >> (8 * d)) & 0xFF; }
+  static uint64_t radix_key(const WideElement& e) { return e.key; }
   static uint64_t not_less_mask(const WideElement* p, const WideElement& pivot) {
     return stop_mask64<Stops::kNotBelow, true, false>(&p->key, pivot.key);
   }

@@ -1,51 +1,79 @@
 // LSD radix sort of packed or wide elements (included inside namespace kwker::sort_detail::<isa>).
-// Each pass is a stable counting scatter by one 8-bit digit, so the whole sort is stable; digits
-// equal in every element are skipped.
+// Each pass is a stable counting scatter by one digit of the key, so the whole sort is stable;
+// digits equal in every element are skipped. Rows long enough to leave the cache use 11-bit digits
+// where that saves a pass over memory (2048 counters each); otherwise 8-bit digits.
 
-// Sorts src[0, n) by digits [0, kDigits) of Ops::digit, stably; dst is scratch. Returns the buffer
-// that holds the result.
-template <typename Ops, int kDigits>
-typename Ops::Element* radix_sort(typename Ops::Element* src, typename Ops::Element* dst, int64_t n) {
-  uint32_t counts[kDigits][256] = {};
+// Rows from this length on use 11-bit digits (bench: token-ids-i32-1m, length-bucket-1m-*).
+inline constexpr int64_t kLongRadixRow = 65536;
+
+// Sorts src[0, n) by kDigits digits of kBits bits of Ops::radix_key, stably; dst is scratch.
+// Returns the buffer that holds the result.
+// Not inlined: its counters (up to 48 KiB) would otherwise sit in every caller's stack frame.
+template <typename Ops, int kDigits, int kBits>
+[[gnu::noinline]] typename Ops::Element* radix_sort(typename Ops::Element* src, typename Ops::Element* dst,
+                                                    int64_t n) {
+  constexpr int kValues = 1 << kBits;
+  constexpr uint64_t kMask = kValues - 1;
+  uint32_t counts[kDigits][kValues] = {};
   for (int64_t i = 0; i < n; ++i) {
-    for (int d = 0; d < kDigits; ++d) ++counts[d][Ops::digit(src[i], d)];
+    const uint64_t key = Ops::radix_key(src[i]);
+    for (int d = 0; d < kDigits; ++d) ++counts[d][(key >> (kBits * d)) & kMask];
   }
   for (int d = 0; d < kDigits; ++d) {
     uint32_t* count = counts[d];
     bool constant_digit = false;
     uint32_t offset = 0;
-    for (int v = 0; v < 256; ++v) {
+    for (int v = 0; v < kValues; ++v) {
       constant_digit |= count[v] == n;
       const uint32_t c = count[v];
       count[v] = offset;
       offset += c;
     }
     if (constant_digit) continue;
-    for (int64_t i = 0; i < n; ++i) dst[count[Ops::digit(src[i], d)]++] = src[i];
+    for (int64_t i = 0; i < n; ++i) dst[count[(Ops::radix_key(src[i]) >> (kBits * d)) & kMask]++] = src[i];
     swap_values(src, dst);
   }
   return src;
 }
 
-// radix_sort over the `digits` (1..8) low digits the keys need.
+// Bits (at least 1) that keys of this range need.
+inline int key_bits_for_range(uint64_t range) { return 64 - __builtin_clzll(range | 1); }
+
+// radix_sort over the low `key_bits` (1..64) bits of the keys.
 template <typename Ops>
 typename Ops::Element* radix_sort(typename Ops::Element* src, typename Ops::Element* dst, int64_t n,
-                                  int digits) {
-  switch (digits) {
-    case 1: return radix_sort<Ops, 1>(src, dst, n);
-    case 2: return radix_sort<Ops, 2>(src, dst, n);
-    case 3: return radix_sort<Ops, 3>(src, dst, n);
-    case 4: return radix_sort<Ops, 4>(src, dst, n);
+                                  int key_bits) {
+  constexpr bool kWide = std::is_same_v<typename Ops::Element, WideElement>;
+  if (n >= kLongRadixRow && (key_bits + 10) / 11 < (key_bits + 7) / 8) {
+    switch ((key_bits + 10) / 11) {
+      case 1: return radix_sort<Ops, 1, 11>(src, dst, n);
+      case 2: return radix_sort<Ops, 2, 11>(src, dst, n);
+      case 3: return radix_sort<Ops, 3, 11>(src, dst, n);
+    }
+    if constexpr (kWide) {
+      switch ((key_bits + 10) / 11) {
+        case 4: return radix_sort<Ops, 4, 11>(src, dst, n);
+        case 5: return radix_sort<Ops, 5, 11>(src, dst, n);
+        default: return radix_sort<Ops, 6, 11>(src, dst, n);
+      }
+    }
+    return src;  // unreachable: packed keys have at most 32 bits
   }
-  if constexpr (std::is_same_v<typename Ops::Element, WideElement>) {
-    switch (digits) {
-      case 5: return radix_sort<Ops, 5>(src, dst, n);
-      case 6: return radix_sort<Ops, 6>(src, dst, n);
-      case 7: return radix_sort<Ops, 7>(src, dst, n);
-      default: return radix_sort<Ops, 8>(src, dst, n);
+  switch ((key_bits + 7) / 8) {
+    case 1: return radix_sort<Ops, 1, 8>(src, dst, n);
+    case 2: return radix_sort<Ops, 2, 8>(src, dst, n);
+    case 3: return radix_sort<Ops, 3, 8>(src, dst, n);
+    case 4: return radix_sort<Ops, 4, 8>(src, dst, n);
+  }
+  if constexpr (kWide) {
+    switch ((key_bits + 7) / 8) {
+      case 5: return radix_sort<Ops, 5, 8>(src, dst, n);
+      case 6: return radix_sort<Ops, 6, 8>(src, dst, n);
+      case 7: return radix_sort<Ops, 7, 8>(src, dst, n);
+      default: return radix_sort<Ops, 8, 8>(src, dst, n);
     }
   }
-  return src;  // unreachable: packed keys have at most 4 digits
+  return src;  // unreachable: packed keys have at most 32 bits
 }
 
 template <typename Ops>
@@ -54,6 +82,3 @@ bool has_equal_neighbours(const typename Ops::Element* a, int64_t n) {
   for (int64_t i = 1; i < n; ++i) equal |= !Ops::less(a[i - 1], a[i]);
   return equal;
 }
-
-// Radix digits (of 8 bits) a key range needs.
-inline int digits_for_range(uint64_t range) { return (64 - __builtin_clzll(range | 1) + 7) / 8; }

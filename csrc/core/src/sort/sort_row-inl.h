@@ -235,19 +235,19 @@ void sort_packed(const Row<Format, kDescending>& row, const KeyScan& scan) {
     ByKey::sort_leaf(a, a + n);
     return done(a);
   }
-  const int digits = digits_for_range(range);
+  const int key_bits = key_bits_for_range(range);
   if (job.ties == TieOrder::kStable) {
     if (n <= kShortRowLength) {
       libstdcxx_introsort<PackedOps<PackedOrder::kByElement>>(a, n);
       return done(a);
     }
-    return done(radix_sort<ByKey>(a, job.buffer_b, n, digits));
+    return done(radix_sort<ByKey>(a, job.buffer_b, n, key_bits));
   }
   const bool ties_certain = range + 1 < static_cast<uint64_t>(n);
   const bool try_radix = !ties_certain && n > kShortRowLength && n < kTiesAssumedLength &&
                          !__atomic_load_n(job.ties_seen, __ATOMIC_RELAXED);
   if (try_radix) {
-    const uint64_t* sorted = radix_sort<ByKey>(a, job.buffer_b, n, digits);
+    const uint64_t* sorted = radix_sort<ByKey>(a, job.buffer_b, n, key_bits);
     if (!has_equal_neighbours<ByKey>(sorted, n)) return done(sorted);
     __atomic_store_n(job.ties_seen, 1, __ATOMIC_RELAXED);  // later rows skip the attempt
     fill_packed(row, scan.lo, a);
@@ -261,7 +261,7 @@ template <typename Format, bool kDescending>
 void sort_wide(const Row<Format, kDescending>& row, const KeyScan& scan) {
   const RowJob& job = row.job;
   const int64_t n = job.n;
-  const int digits = digits_for_range(scan.hi - scan.lo);
+  const int key_bits = key_bits_for_range(scan.hi - scan.lo);
   auto* a = reinterpret_cast<WideElement*>(job.buffer_a);
   auto* b = reinterpret_cast<WideElement*>(job.buffer_b);
   auto fill = [&] {
@@ -273,9 +273,9 @@ void sort_wide(const Row<Format, kDescending>& row, const KeyScan& scan) {
     WideOps::sort_leaf(a, a + n);
     return done(a);
   }
-  if (job.ties == TieOrder::kStable) return done(radix_sort<WideOps>(a, b, n, digits));
+  if (job.ties == TieOrder::kStable) return done(radix_sort<WideOps>(a, b, n, key_bits));
   if (n < kTiesAssumedLength && !__atomic_load_n(job.ties_seen, __ATOMIC_RELAXED)) {
-    const WideElement* sorted = radix_sort<WideOps>(a, b, n, digits);
+    const WideElement* sorted = radix_sort<WideOps>(a, b, n, key_bits);
     if (!has_equal_neighbours<WideOps>(sorted, n)) return done(sorted);
     __atomic_store_n(job.ties_seen, 1, __ATOMIC_RELAXED);
     fill();
