@@ -30,9 +30,11 @@ namespace {
 
 using at::Tensor;
 
-// Below this many elements torch's own kernel is as fast (bench: sort/tiny-* inputs).
+// Below this many elements torch's own kernel is as fast: timed side by side for 16-, 32-, 64- and
+// 128-element sorts of float32, int64 and bfloat16 (Kwker wins from 64 on).
 constexpr int64_t kMinElements = 64;
-// Rows shorter than this cost Kwker more per row than torch's insertion sort (bench: rows of 4).
+// Rows shorter than this cost Kwker more per row than torch's insertion sort: timed on 4096 rows of
+// 4 (0.7x) and 10000 rows of 8 (1.6x or more).
 constexpr int64_t kMinRowLength = 8;
 // torch's GRAIN_SIZE: from this size on, torch sorts 1-D integer tensors with fbgemm's radix sort.
 constexpr int64_t kTorchRadixMinElements = 32768;
