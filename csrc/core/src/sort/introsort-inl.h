@@ -32,7 +32,17 @@ void move_median_to_first(E* result, E* a, E* b, E* c) {
 // the last right stop used. (A vector compress/expand version lost to this loop: the round trip
 // through memory defeats store forwarding.)
 template <typename E>
-int pair_off_stops(E* left_block, uint64_t& left_stops, E* right_top, uint64_t& right_stops) {
+[[gnu::always_inline]] inline int pair_off_stops(E* left_block, uint64_t& left_stops, E* right_top,
+                                              uint64_t& right_stops) {
+  if constexpr (std::is_same_v<E, uint64_t>) {
+    // Every element of both blocks a stop (runs of keys equal to the pivot): the 64 swaps exchange
+    // the left block with the right block reversed.
+    if (left_stops == ~uint64_t{0} && right_stops == ~uint64_t{0}) {
+      swap_block_with_reversed64(left_block, right_top - 64);
+      left_stops = right_stops = 0;
+      return 63;
+    }
+  }
   int last = 0;
   while (left_stops != 0 && right_stops != 0) {
     last = __builtin_ctzll(right_stops);

@@ -7,6 +7,7 @@
 //                          kReversed counts them from the end: the right front of the partition walks
 //                          down, and a reversed mask lets it find its next stop with tzcnt/blsr, whose
 //                          short latency keeps the partition loop from waiting on lzcnt.
+// swap_block_with_reversed64(a, b): swaps a[i] with b[63 - i] for i in [0, 64); a and b are disjoint.
 // stable_sort_leaf<kByWholeElement>(a, n): sorts a[0..n), n <= 16, by key (the high half) keeping
 //                          the order of equal keys, or by the whole (unique) element. Vector variants
 //                          rank each element by (key, position in the leaf), or by itself.
@@ -37,6 +38,18 @@ inline uint64_t stop_mask64(const uint64_t* p, uint64_t t) {
     bits |= uint64_t{m} << (8 * (kReversed ? 7 - v : v));
   }
   return bits;
+}
+
+inline void swap_block_with_reversed64(uint64_t* a, uint64_t* b) {
+  const __m512i reverse = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int v = 0; v < 4; ++v) {  // vectors v and 7 - v of each side trade places, lanes reversed
+    const __m512i a_low = _mm512_loadu_si512(a + 8 * v), a_high = _mm512_loadu_si512(a + 56 - 8 * v);
+    const __m512i b_low = _mm512_loadu_si512(b + 8 * v), b_high = _mm512_loadu_si512(b + 56 - 8 * v);
+    _mm512_storeu_si512(a + 8 * v, _mm512_maskz_permutexvar_epi64(0xFF, reverse, b_high));
+    _mm512_storeu_si512(a + 56 - 8 * v, _mm512_maskz_permutexvar_epi64(0xFF, reverse, b_low));
+    _mm512_storeu_si512(b + 8 * v, _mm512_maskz_permutexvar_epi64(0xFF, reverse, a_high));
+    _mm512_storeu_si512(b + 56 - 8 * v, _mm512_maskz_permutexvar_epi64(0xFF, reverse, a_low));
+  }
 }
 
 template <bool kByWholeElement>
@@ -105,6 +118,21 @@ inline uint64_t stop_mask64(const uint64_t* p, uint64_t t) {
   return ~fails;
 }
 
+inline void swap_block_with_reversed64(uint64_t* a, uint64_t* b) {
+  auto load = [](const uint64_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
+  auto store_reversed = [](uint64_t* p, __m256i v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_permute4x64_epi64(v, 0x1B));
+  };
+  for (int v = 0; v < 8; ++v) {  // vectors v and 15 - v of each side trade places, lanes reversed
+    const __m256i a_low = load(a + 4 * v), a_high = load(a + 60 - 4 * v);
+    const __m256i b_low = load(b + 4 * v), b_high = load(b + 60 - 4 * v);
+    store_reversed(a + 4 * v, b_high);
+    store_reversed(a + 60 - 4 * v, b_low);
+    store_reversed(b + 4 * v, a_high);
+    store_reversed(b + 60 - 4 * v, a_low);
+  }
+}
+
 template <bool kByWholeElement>
 inline void stable_sort_leaf(uint64_t* a, int64_t n) {
   alignas(32) uint64_t ranked[16], out[16];
@@ -134,6 +162,10 @@ inline uint64_t stop_mask64(const uint64_t* p, uint64_t t) {
     bits |= uint64_t{kStops == Stops::kNotBelow ? key >= t : key <= t} << i;
   }
   return bits;
+}
+
+inline void swap_block_with_reversed64(uint64_t* a, uint64_t* b) {
+  for (int i = 0; i < 64; ++i) swap_values(a[i], b[63 - i]);
 }
 
 template <bool kByWholeElement>
