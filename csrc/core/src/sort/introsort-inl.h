@@ -119,6 +119,12 @@ void introsort_loop(E* first, E* last, int depth_limit) {
     E* mid = first + (last - first) / 2;
     move_median_to_first<Ops>(first, first + 1, mid, last - 1);
     E* cut = mask_partition<Ops>(first + 1, last, E(*first));
+    if (last - cut <= kIntrosortThreshold && cut - first <= kIntrosortThreshold) {
+      // Both parts are leaves: sorted back to back, so their independent work overlaps.
+      Ops::sort_leaf(cut, last);
+      Ops::sort_leaf(first, cut);
+      return;
+    }
     introsort_loop<Ops>(cut, last, depth_limit);
     last = cut;
   }
