@@ -446,6 +446,30 @@ def test_kwker_disable_env():
     assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("cap", ("scalar", "avx2", "avx512", "nonsense"))
+def test_kwker_isa_env_caps_the_isa(cap):
+    """KWKER_ISA caps the ISA at start-up (never above what the CPU has; an unknown name is ignored),
+    and the capped kernels still give torch's answer."""
+    r = python("""
+        import os, torch
+        import kwker.torch_ops as kto, kwker._native as n
+        order = ["scalar", "avx2", "avx512"]
+        cap = os.environ["KWKER_ISA"]
+        best = n.detected_isa()
+        want = best if cap not in order else order[min(order.index(cap), order.index(best))]
+        assert n.isa() == want, (n.isa(), want)
+        x = (torch.randn(20000) * 4).round()
+        with kto.accelerated():
+            a = torch.sort(x)
+        with kto.disabled():
+            b = torch.sort(x)
+        assert torch.equal(a.indices, b.indices) and torch.equal(a.values, b.values)
+        assert kto.stats()["sort"]["kwker"] == 1, kto.stats()
+        print("OK", n.isa())
+    """, {"KWKER_ISA": cap})
+    assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
+
+
 @pytest.mark.parametrize("how", ("missing", "corrupt"))
 def test_unloadable_library_warns_once(tmp_path, how):
     path = tmp_path / "libkwker_torch.so"
