@@ -139,6 +139,18 @@ def test_layouts(isa, dtype, layout, dim):
     check_sort_variants(x, dim, stables=(None, False, True), context=f"[{isa} {layout}]")
 
 
+@pytest.mark.parametrize("dtype", (torch.uint8, torch.int64, torch.bfloat16, torch.float32),
+                         ids=lambda d: NAMES[d])
+@pytest.mark.parametrize("shape", ((300, 40), (1000, 17), (2, 257, 33)), ids=str)
+def test_sort_along_dim0_in_tiles(isa, dtype, shape):
+    """Long rows along dim 0 whose neighbours are adjacent in memory are sorted in tiles of 16 rows:
+    full tiles, a partial last tile, and tiles cut where the inner dim wraps."""
+    x = sortdata.values(dtype, math.prod(shape), "ties_special").reshape(shape)
+    check_sort_variants(x, 0, stables=(False, True), context=f"[{isa} tiles {shape}]")
+    check_sort_variants(x.transpose(0, -1).contiguous().transpose(0, -1), 0, stables=(False,),
+                        context=f"[{isa} tiles transposed {shape}]")
+
+
 @pytest.mark.parametrize("dtype", (torch.uint8, torch.int32, torch.float16, torch.float64),
                          ids=lambda d: NAMES[d])
 @pytest.mark.parametrize("dim", (0, 1, 2, 3, -1))
