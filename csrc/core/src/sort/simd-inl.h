@@ -52,6 +52,7 @@ inline void swap_block_with_reversed64(uint64_t* a, uint64_t* b) {
   }
 }
 
+// Ranks by counting: a bitonic network over the 16 lanes measured slower (10 dependent layers).
 template <bool kByWholeElement>
 inline void stable_sort_leaf(uint64_t* a, int64_t n) {
   const __mmask8 m0 = static_cast<__mmask8>(n >= 8 ? 0xFF : (1u << n) - 1);
