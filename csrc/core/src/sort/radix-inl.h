@@ -39,41 +39,26 @@ template <typename Ops, int kDigits, int kBits>
 // Bits (at least 1) that keys of this range need.
 inline int key_bits_for_range(uint64_t range) { return 64 - __builtin_clzll(range | 1); }
 
-// radix_sort over the low `key_bits` (1..64) bits of the keys.
+// radix_sort in `passes` (1..kPasses) digits of kBits bits.
+template <typename Ops, int kBits, int kPasses>
+typename Ops::Element* radix_sort_in_passes(typename Ops::Element* src, typename Ops::Element* dst,
+                                            int64_t n, int passes) {
+  if constexpr (kPasses > 1) {
+    if (passes < kPasses) return radix_sort_in_passes<Ops, kBits, kPasses - 1>(src, dst, n, passes);
+  }
+  return radix_sort<Ops, kPasses, kBits>(src, dst, n);
+}
+
+// radix_sort over the low `key_bits` (1..64; at most 32 for packed elements) bits of the keys.
 template <typename Ops>
 typename Ops::Element* radix_sort(typename Ops::Element* src, typename Ops::Element* dst, int64_t n,
                                   int key_bits) {
-  constexpr bool kWide = std::is_same_v<typename Ops::Element, WideElement>;
-  if (n >= kLongRadixRow && (key_bits + 10) / 11 < (key_bits + 7) / 8) {
-    switch ((key_bits + 10) / 11) {
-      case 1: return radix_sort<Ops, 1, 11>(src, dst, n);
-      case 2: return radix_sort<Ops, 2, 11>(src, dst, n);
-      case 3: return radix_sort<Ops, 3, 11>(src, dst, n);
-    }
-    if constexpr (kWide) {
-      switch ((key_bits + 10) / 11) {
-        case 4: return radix_sort<Ops, 4, 11>(src, dst, n);
-        case 5: return radix_sort<Ops, 5, 11>(src, dst, n);
-        default: return radix_sort<Ops, 6, 11>(src, dst, n);
-      }
-    }
-    return src;  // unreachable: packed keys have at most 32 bits
+  constexpr int kMaxKeyBits = std::is_same_v<typename Ops::Element, WideElement> ? 64 : 32;
+  const int passes11 = (key_bits + 10) / 11, passes8 = (key_bits + 7) / 8;
+  if (n >= kLongRadixRow && passes11 < passes8) {
+    return radix_sort_in_passes<Ops, 11, (kMaxKeyBits + 10) / 11>(src, dst, n, passes11);
   }
-  switch ((key_bits + 7) / 8) {
-    case 1: return radix_sort<Ops, 1, 8>(src, dst, n);
-    case 2: return radix_sort<Ops, 2, 8>(src, dst, n);
-    case 3: return radix_sort<Ops, 3, 8>(src, dst, n);
-    case 4: return radix_sort<Ops, 4, 8>(src, dst, n);
-  }
-  if constexpr (kWide) {
-    switch ((key_bits + 7) / 8) {
-      case 5: return radix_sort<Ops, 5, 8>(src, dst, n);
-      case 6: return radix_sort<Ops, 6, 8>(src, dst, n);
-      case 7: return radix_sort<Ops, 7, 8>(src, dst, n);
-      default: return radix_sort<Ops, 8, 8>(src, dst, n);
-    }
-  }
-  return src;  // unreachable: packed keys have at most 32 bits
+  return radix_sort_in_passes<Ops, 8, kMaxKeyBits / 8>(src, dst, n, passes8);
 }
 
 template <typename Ops>
