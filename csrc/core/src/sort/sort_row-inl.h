@@ -21,8 +21,8 @@
 #include "introsort-inl.h"
 
 // Rows this long or longer are assumed to hold equal keys, and the radix attempt that could prove
-// otherwise is skipped: n normally distributed float32 values hold about n^2 / 2^31 equal pairs,
-// already several at 16384 (and integer or bfloat16 data far more).
+// otherwise is skipped: n normally distributed float32 values hold about n^2 / 2^27 equal pairs
+// (measured: 2 at 16384, 7 at 32000, 160 at 151936), integer or bfloat16 data far more.
 inline constexpr int64_t kTiesAssumedLength = 16384;
 // Up to this length a comparison sort beats the radix sort's fixed cost (256 counters per digit).
 inline constexpr int64_t kShortRowLength = 256;
