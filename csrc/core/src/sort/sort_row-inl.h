@@ -316,48 +316,39 @@ bool declines_typed(const RowJob& job) {
   return m.any() && !m.increasing && !m.decreasing;
 }
 
-template <DType D>
-bool declines_of(const RowJob& job) {
-  return job.order == SortOrder::kDescending ? declines_typed<KeyFormatOf<D>, true>(job)
-                                             : declines_typed<KeyFormatOf<D>, false>(job);
+// Calls f.template operator()<Format, kDescending>() for the job's dtype and order: the one place
+// that maps them to a key format.
+template <DType D, typename F>
+decltype(auto) with_order(const RowJob& job, const F& f) {
+  if (job.order == SortOrder::kDescending) return f.template operator()<KeyFormatOf<D>, true>();
+  return f.template operator()<KeyFormatOf<D>, false>();
 }
 
-template <DType D>
-void sort_row_of(const RowJob& job) {
-  if (job.order == SortOrder::kDescending) {
-    sort_row_typed<KeyFormatOf<D>, true>(job);
-  } else {
-    sort_row_typed<KeyFormatOf<D>, false>(job);
+template <typename F>
+decltype(auto) with_key_format(const RowJob& job, const F& f) {
+  switch (job.dtype) {
+    case DType::kBool: return with_order<DType::kBool>(job, f);
+    case DType::kUInt8: return with_order<DType::kUInt8>(job, f);
+    case DType::kInt8: return with_order<DType::kInt8>(job, f);
+    case DType::kInt16: return with_order<DType::kInt16>(job, f);
+    case DType::kInt32: return with_order<DType::kInt32>(job, f);
+    case DType::kInt64: return with_order<DType::kInt64>(job, f);
+    case DType::kFloat16: return with_order<DType::kFloat16>(job, f);
+    case DType::kBFloat16: return with_order<DType::kBFloat16>(job, f);
+    case DType::kFloat32: return with_order<DType::kFloat32>(job, f);
+    case DType::kFloat64: break;
   }
+  return with_order<DType::kFloat64>(job, f);
 }
 
 bool declines(const RowJob& job) {
-  switch (job.dtype) {
-    case DType::kBool: return declines_of<DType::kBool>(job);
-    case DType::kUInt8: return declines_of<DType::kUInt8>(job);
-    case DType::kInt8: return declines_of<DType::kInt8>(job);
-    case DType::kInt16: return declines_of<DType::kInt16>(job);
-    case DType::kInt32: return declines_of<DType::kInt32>(job);
-    case DType::kInt64: return declines_of<DType::kInt64>(job);
-    case DType::kFloat16: return declines_of<DType::kFloat16>(job);
-    case DType::kBFloat16: return declines_of<DType::kBFloat16>(job);
-    case DType::kFloat32: return declines_of<DType::kFloat32>(job);
-    case DType::kFloat64: return declines_of<DType::kFloat64>(job);
-  }
-  return false;
+  return with_key_format(job, [&job]<typename Format, bool kDescending>() {
+    return declines_typed<Format, kDescending>(job);
+  });
 }
 
 void sort_row(const RowJob& job) {
-  switch (job.dtype) {
-    case DType::kBool: return sort_row_of<DType::kBool>(job);
-    case DType::kUInt8: return sort_row_of<DType::kUInt8>(job);
-    case DType::kInt8: return sort_row_of<DType::kInt8>(job);
-    case DType::kInt16: return sort_row_of<DType::kInt16>(job);
-    case DType::kInt32: return sort_row_of<DType::kInt32>(job);
-    case DType::kInt64: return sort_row_of<DType::kInt64>(job);
-    case DType::kFloat16: return sort_row_of<DType::kFloat16>(job);
-    case DType::kBFloat16: return sort_row_of<DType::kBFloat16>(job);
-    case DType::kFloat32: return sort_row_of<DType::kFloat32>(job);
-    case DType::kFloat64: return sort_row_of<DType::kFloat64>(job);
-  }
+  with_key_format(job, [&job]<typename Format, bool kDescending>() {
+    sort_row_typed<Format, kDescending>(job);
+  });
 }
