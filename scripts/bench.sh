@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-VENV=${KWKER_VENV:-.venv}; [ "${KWKER_TORCH:-2.14.1}" = "2.14.1" ] || VENV=${KWKER_VENV:-.venv-torch$KWKER_TORCH}
+source scripts/env.sh
 "$VENV/bin/python" -m kwker bench "$@"

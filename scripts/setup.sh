@@ -5,14 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TORCH_VERSION=${KWKER_TORCH:-2.14.1}
-if [ "$TORCH_VERSION" = "2.14.1" ]; then
-  VENV=${KWKER_VENV:-.venv}
-  TORCH_REQS=("torch==2.14.1" "torchvision==0.29.1")
-else
-  VENV=${KWKER_VENV:-.venv-torch$TORCH_VERSION}
-  TORCH_REQS=("torch==$TORCH_VERSION")
-fi
+source scripts/env.sh
 
 mkdir -p build
 exec 9>"build/.setup-torch$TORCH_VERSION.lock"

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-VENV=${KWKER_VENV:-.venv}; [ "${KWKER_TORCH:-2.14.1}" = "2.14.1" ] || VENV=${KWKER_VENV:-.venv-torch$KWKER_TORCH}
+source scripts/env.sh
 
 cmake -S . -B build/core-tests -G Ninja -DKWKER_BUILD_TORCH=OFF -DKWKER_BUILD_TESTS=ON >/dev/null
 cmake --build build/core-tests
