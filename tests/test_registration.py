@@ -163,7 +163,8 @@ def test_install_only_and_exclude(kto):
 
 def test_stats_and_reset(kto):
     kto.reset_stats()
-    assert kto.stats() == {"sort": {"calls": 0, "kwker": 0, "torch": 0, "fallback_reasons": {}}}
+    zero = {"calls": 0, "kwker": 0, "torch": 0, "fallback_reasons": {}}
+    assert kto.stats() == {name: zero for name in kto.KERNELS}
     with kto.accelerated():
         torch.sort(big(), stable=True)
         torch.sort(torch.randn(10), stable=True)  # small: torch's kernel

@@ -9,7 +9,7 @@
 
 namespace kwker::adapter {
 
-enum class Kernel : uint8_t { kSort, kCount };
+enum class Kernel : uint8_t { kSort, kAdam, kSgd, kCount };
 const char* kernel_name(Kernel k);
 
 // Why a call went to torch's own kernel.
@@ -24,6 +24,8 @@ enum class Fallback : uint8_t {
   kOutTensors,    // out= tensors that torch must resize, convert or check
   kDeclined,      // the kernel saw torch is as fast on this input (e.g. presorted rows with ties)
   kDenormalsAreZero,  // torch.set_flush_denormal(True): torch's float comparisons see subnormals as 0
+  kTorchCapability,   // torch's kernels here are not the FMA-contracting AVX2/AVX-512 build Kwker matches
+  kFloatMode,         // the thread's MXCSR is not the default (flush-to-zero, denormals-are-zero, rounding)
   kCount,
 };
 const char* fallback_name(Fallback f);
@@ -42,6 +44,10 @@ void reset_stats();
 // if set, else the process-wide switch that install() turns on.
 bool enabled_for_this_thread();
 
+// Whether install()/accelerated() registered the family and it is on for the calling thread. For the
+// families torch reaches through ops of Kwker's own (the optimizers), not through an aten override.
+bool kernel_active(Kernel k);
+
 // Test-only: makes a kernel family return a wrong answer (the probe must then switch it off).
 bool fault_injected(Kernel k);
 void set_fault_injected(Kernel k, bool on);
@@ -50,6 +56,9 @@ bool kernel_from_name(const std::string& name, Kernel* out);
 // Whether the calling thread compares floats with subnormals read as zero (MXCSR.DAZ, which
 // torch.set_flush_denormal(True) sets): torch's comparator then ties subnormals with zero.
 bool denormals_are_zero();
+
+// Whether the calling thread's MXCSR has its default: no FTZ, no DAZ, round to nearest even.
+bool float_mode_is_default();
 
 // Records a call and returns whether the kernel should serve it; otherwise records the reason.
 class CallRecord {

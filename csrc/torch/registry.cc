@@ -51,9 +51,24 @@ struct KernelFamily {
   const char* name;
   RegisterFn register_kernels;
 };
+// The optimizer families override no aten kernel: Python calls their kwker:: ops (optim_ops.cc), which
+// check kernel_active().
 constexpr KernelFamily kFamilies[] = {
     {"sort", &register_sort_kernels},
+    {"adam", nullptr},
+    {"sgd", nullptr},
 };
+
+std::atomic<uint32_t> g_registered_kernels{0};  // bit k: Kernel k is registered
+
+uint32_t kernel_bits(const std::vector<std::string>& names) {
+  uint32_t bits = 0;
+  for (const auto& name : names) {
+    Kernel k;
+    if (kernel_from_name(name, &k)) bits |= 1u << static_cast<unsigned>(k);
+  }
+  return bits;
+}
 
 void install(std::vector<std::string> kernels, bool enable_globally) {
   std::lock_guard<std::mutex> lock(g_registration_mutex);
@@ -71,10 +86,11 @@ void install(std::vector<std::string> kernels, bool enable_globally) {
     c10::WarningUtils::WarningHandlerGuard guard(&silent);
     for (const auto& f : kFamilies) {
       for (const auto& name : kernels) {
-        if (name == f.name) f.register_kernels(*library);
+        if (name == f.name && f.register_kernels) f.register_kernels(*library);
       }
     }
     g_registration.library = std::move(library);
+    g_registered_kernels.store(kernel_bits(kernels));
     g_registration.kernels = std::move(kernels);
   }
   if (enable_globally) g_enabled_globally.store(true);
@@ -83,6 +99,7 @@ void install(std::vector<std::string> kernels, bool enable_globally) {
 void uninstall() {
   std::lock_guard<std::mutex> lock(g_registration_mutex);
   g_enabled_globally.store(false);
+  g_registered_kernels.store(0);
   g_registration.library.reset();
   g_registration.kernels.clear();
 }
@@ -111,6 +128,20 @@ std::string cap_isa(const std::string& name) {
   return std::string(isa_name(set_isa_cap(cap)));
 }
 
+// For the decisions Python makes (optim.py: arguments its wrapper leaves to torch unseen by C++).
+void record_fallback(const std::string& kernel, const std::string& reason, int64_t count) {
+  Kernel k;
+  TORCH_CHECK_VALUE(kernel_from_name(kernel, &k), "kwker: unknown kernel family '", kernel, "'");
+  for (size_t f = 0; f < static_cast<size_t>(Fallback::kCount); ++f) {
+    if (reason == fallback_name(static_cast<Fallback>(f))) {
+      counters(k).calls.fetch_add(count);
+      counters(k).fallbacks[f].fetch_add(count);
+      return;
+    }
+  }
+  TORCH_CHECK_VALUE(false, "kwker: unknown fallback reason '", reason, "'");
+}
+
 void inject_fault(const std::string& kernel, bool on) {
   Kernel k;
   TORCH_CHECK_VALUE(kernel_from_name(kernel, &k), "kwker: unknown kernel family '", kernel, "'");
@@ -131,6 +162,8 @@ std::string build_info() {
 const char* kernel_name(Kernel k) {
   switch (k) {
     case Kernel::kSort: return "sort";
+    case Kernel::kAdam: return "adam";
+    case Kernel::kSgd: return "sgd";
     case Kernel::kCount: break;
   }
   return "?";
@@ -148,6 +181,8 @@ const char* fallback_name(Fallback f) {
     case Fallback::kOutTensors: return "out_tensors";
     case Fallback::kDeclined: return "declined";
     case Fallback::kDenormalsAreZero: return "denormals_are_zero";
+    case Fallback::kTorchCapability: return "torch_capability";
+    case Fallback::kFloatMode: return "float_mode";
     case Fallback::kCount: break;
   }
   return "?";
@@ -172,6 +207,16 @@ bool kernel_from_name(const std::string& name, Kernel* out) {
 }
 
 bool denormals_are_zero() { return (_mm_getcsr() & 0x40) != 0; }
+
+bool float_mode_is_default() {
+  constexpr unsigned kDaz = 0x40, kRoundingControl = 0x6000, kFtz = 0x8000;
+  return (_mm_getcsr() & (kDaz | kRoundingControl | kFtz)) == 0;
+}
+
+bool kernel_active(Kernel k) {
+  return (g_registered_kernels.load(std::memory_order_relaxed) >> static_cast<unsigned>(k) & 1u) != 0 &&
+         enabled_for_this_thread();
+}
 
 bool enabled_for_this_thread() {
   return g_thread_state < 0 ? g_enabled_globally.load(std::memory_order_relaxed) : g_thread_state == 1;
@@ -221,6 +266,7 @@ TORCH_LIBRARY(kwker, m) {
   m.def("detected_isa() -> str", &detected);
   m.def("set_isa_cap(str name) -> str", &cap_isa);
   m.def("build_info() -> str", &build_info);
+  m.def("record_fallback(str kernel, str reason, int count) -> ()", &record_fallback);
   // Test-only: the named kernel family returns wrong answers until switched off again.
   m.def("inject_fault(str kernel, bool on) -> ()", &inject_fault);
 }

@@ -112,3 +112,21 @@ def build_info() -> dict:
     import json
 
     return json.loads(ops().build_info())
+
+
+def register(families, enable_globally: bool) -> None:
+    """Registers exactly `families`: the dispatcher overrides (C++) and, for the optimizer families,
+    the patches of torch.optim's step functions (optim.py). enable_globally=False leaves the global
+    switch as it is (accelerated() and the probe switch families on per thread)."""
+    from . import optim
+
+    ops().install(list(families), enable_globally)
+    optim.patch(families)
+
+
+def deregister() -> None:
+    """Deregisters every family: torch's own kernels and step functions are back exactly."""
+    from . import optim
+
+    ops().uninstall()
+    optim.patch(())

@@ -212,7 +212,7 @@ def verdicts(families, reprobe: bool = False) -> dict[str, FamilyVerdict]:
 def probe(families) -> dict[str, FamilyVerdict]:
     """Runs each family against torch on its probe inputs, here and now (no cache)."""
     ops = _native.ops()
-    ops.install(list(families), False)
+    _native.register(families, False)
     counted_before = any(c["calls"] for c in json.loads(ops.stats()).values())
     previous_state = ops.set_thread_state(-1)
     previous_threads = torch.get_num_threads()

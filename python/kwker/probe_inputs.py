@@ -161,6 +161,79 @@ def sort_probe_inputs() -> list[ProbeInput]:
     return inputs
 
 
+# --- optimizers ------------------------------------------------------------------------------------
+
+# Parameter lengths around every vector width and tail (4, 8, 16 lanes), Kwker's 16384-element chunks
+# and its 4096-element square-root blocks.
+OPTIM_LENGTHS = (1, 7, 16, 31, 33, 100, 4097, 16385)
+OPTIM_STEPS = 3  # the first step (state created) and two more
+
+
+def _optim_gradients(total: int, dtype: torch.dtype, gen: torch.Generator) -> list[torch.Tensor]:
+    """One gradient per step: normal values with an eighth of them zero, huge or tiny (subnormal
+    squares: the square root's small-input path), scaled differently each step."""
+    grads = []
+    for step in range(OPTIM_STEPS):
+        g = torch.randn(total, generator=gen, dtype=torch.float64) * 10.0 ** (step - 1)
+        where = torch.randperm(total, generator=gen)[: max(1, total // 8)]
+        specials = torch.tensor([0.0, -0.0, 1e15, -1e-25, 1e-30, 3e-39], dtype=torch.float64)
+        g[where] = specials[torch.randint(0, specials.numel(), (where.numel(),), generator=gen)]
+        grads.append(g.to(dtype))
+    return grads
+
+
+def _optim_input(name: str, dtype: torch.dtype, optimizer: Callable) -> ProbeInput:
+    total = sum(OPTIM_LENGTHS)
+
+    def make() -> torch.Tensor:
+        return torch.randn(total, generator=_generator(name), dtype=torch.float64).to(dtype)
+
+    def run(x: torch.Tensor):
+        gen = _generator(name + " gradients")
+        params = [torch.nn.Parameter(piece.clone()) for piece in x.split(OPTIM_LENGTHS)]
+        opt = optimizer(params)
+        for grad in _optim_gradients(total, dtype, gen):
+            for p, g in zip(params, grad.split(OPTIM_LENGTHS)):
+                p.grad = g.clone()
+            opt.step()
+        state = [t for p in params for t in opt.state[p].values() if isinstance(t, torch.Tensor)]
+        return tuple(p.detach() for p in params) + tuple(state)
+
+    return ProbeInput(name, make, run)
+
+
+_ADAM_CONFIGS = {
+    "Adam": lambda ps: torch.optim.Adam(ps, lr=1e-3),
+    "Adam weight_decay maximize": lambda ps: torch.optim.Adam(ps, lr=1e-2, betas=(0.8, 0.99),
+                                                              weight_decay=0.1, maximize=True),
+    "AdamW": lambda ps: torch.optim.AdamW(ps, lr=1e-3),
+    "AdamW betas=(0.3, 0.5)": lambda ps: torch.optim.AdamW(ps, lr=0.1, betas=(0.3, 0.5), eps=1e-3,
+                                                           weight_decay=0.5),
+}
+_SGD_CONFIGS = {
+    "SGD": lambda ps: torch.optim.SGD(ps, lr=0.1),
+    "SGD momentum weight_decay": lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=1e-4),
+    "SGD nesterov maximize": lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=True,
+                                                        maximize=True, weight_decay=0.01),
+    "SGD dampening": lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.5, dampening=0.3),
+}
+
+
+def _optim_probe_inputs(configs: dict) -> list[ProbeInput]:
+    return [_optim_input(f"{name} {_short(dtype)} {OPTIM_STEPS} steps", dtype, make)
+            for dtype in (torch.float32, torch.float64) for name, make in configs.items()]
+
+
+def adam_probe_inputs() -> list[ProbeInput]:
+    return _optim_probe_inputs(_ADAM_CONFIGS)
+
+
+def sgd_probe_inputs() -> list[ProbeInput]:
+    return _optim_probe_inputs(_SGD_CONFIGS)
+
+
 PROBE_INPUTS: dict[str, Callable[[], list[ProbeInput]]] = {
     "sort": sort_probe_inputs,
+    "adam": adam_probe_inputs,
+    "sgd": sgd_probe_inputs,
 }

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from . import _native, probe
 
 # Kernel families Kwker can serve, by the name used in stats(), exclude=, only= and KWKER_DISABLE.
-KERNELS = ("sort",)
+KERNELS = ("sort", "adam", "sgd")
 
 _lock = threading.Lock()
 # The families the user asked for (exclude=/only=) at the current registration; None: not registered.
@@ -50,7 +50,7 @@ def _trusted(requested: list[str]) -> list[str]:
 
 def _register(requested: list[str], enable_globally: bool) -> None:
     global _requested
-    _native.ops().install(_trusted(requested), enable_globally)
+    _native.register(_trusted(requested), enable_globally)
     _requested = requested
 
 
@@ -71,7 +71,7 @@ def uninstall() -> None:
         return
     global _requested
     with _lock:
-        _native.ops().uninstall()
+        _native.deregister()
         _requested = None
 
 
@@ -179,11 +179,10 @@ def _off_by_user() -> dict[str, str]:
 
 def _restore_registration(was_registered: bool) -> None:
     # A probe registers the probed families; put back what install()/accelerated() had registered.
-    ops = _native.ops()
     if _requested is not None:
-        ops.install(_trusted(_requested), False)  # False keeps the global switch as it is
+        _native.register(_trusted(_requested), False)  # False keeps the global switch as it is
     elif not was_registered:
-        ops.uninstall()
+        _native.deregister()
 
 
 def _probe_failure(verdict: probe.FamilyVerdict) -> str:

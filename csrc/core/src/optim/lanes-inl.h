@@ -1,0 +1,133 @@
+// The ISA-specific part of the optimizer steps: Lanes<T>, a vector of T with the handful of
+// operations steps-inl.h is written in, plus ScalarLanes<T> with the same operations on one element
+// (the loop tails, and the whole of the scalar variant). Every operation rounds once, as the
+// instruction it names does; nothing is contracted (the core is built with -ffp-contract=off), so the
+// arithmetic is exactly what steps-inl.h spells out.
+//
+// Included inside namespace kwker::optim_detail::<isa> by optim_<isa>.cc.
+
+template <typename T>
+struct ScalarLanes {
+  using V = T;
+  static constexpr int kWidth = 1;
+  static constexpr bool kHasMklSqrt = false;  // see Lanes<float>::mkl_sqrt (AVX-512)
+  static V load(const T* p) { return *p; }
+  static void store(T* p, V v) { *p = v; }
+  static V set(T x) { return x; }
+  static V add(V a, V b) { return a + b; }
+  static V sub(V a, V b) { return a - b; }
+  static V mul(V a, V b) { return a * b; }
+  static V div(V a, V b) { return a / b; }
+  static V fma(V a, V b, V c) { return std::fma(a, b, c); }
+  static V sqrt(V a) { return std::sqrt(a); }
+  static V neg(V a) { return -a; }
+};
+
+#if defined(KWKER_ISA_AVX512)
+
+template <typename T>
+struct Lanes;
+
+template <>
+struct Lanes<float> {
+  using V = __m512;
+  static constexpr int kWidth = 16;
+  static constexpr bool kHasMklSqrt = true;
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V set(float x) { return _mm512_set1_ps(x); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V sqrt(V a) { return _mm512_sqrt_ps(a); }
+  static V neg(V a) { return _mm512_xor_ps(a, _mm512_set1_ps(-0.0f)); }
+  // The square root MKL's AVX-512 vsSqrt (VML high accuracy) computes, which is what torch's sqrt
+  // kernel returns where torch has MKL: y = rsqrt14(x), s = x·y, then s + (y/2)·(x − s²), the
+  // correction scaled by 2^78 for x below about 2^-78 (y > 2^39). ±0 and +inf come back as they are,
+  // negative x as the quiet NaN 0x7fc00000, NaN quieted. It is within an ulp, not always correctly
+  // rounded. Not derived from a specification: the adapter checks it against MKL itself on this
+  // machine before using it (optim_ops.cc), and the tests check every float.
+  static V mkl_sqrt(V x) {
+    const V y = _mm512_rsqrt14_ps(x);
+    const V s = _mm512_mul_ps(x, y);
+    const V half_y = _mm512_mul_ps(y, _mm512_set1_ps(0.5f));
+    const __mmask16 tiny = _mm512_cmp_ps_mask(_mm512_set1_ps(0x1p39f), y, _CMP_LT_OQ);
+    constexpr int kNegative = 0x10 | 0x40, kNan = 0x01 | 0x80, kKept = 0x02 | 0x04 | 0x08;
+    const __mmask16 special = _mm512_fpclass_ps_mask(x, kNegative | kNan | kKept);
+    if ((tiny | special) == 0) return _mm512_fmadd_ps(half_y, _mm512_fnmadd_ps(s, s, x), s);
+    const V x_scaled = _mm512_mask_mul_ps(x, tiny, x, _mm512_set1_ps(0x1p78f));
+    const V s_scaled = _mm512_mask_mul_ps(s, tiny, s, _mm512_set1_ps(0x1p39f));
+    const V half_y_scaled = _mm512_mask_mul_ps(half_y, tiny, half_y, _mm512_set1_ps(0x1p-78f));
+    V root = _mm512_fmadd_ps(half_y_scaled, _mm512_fnmadd_ps(s_scaled, s_scaled, x_scaled), s);
+    root = _mm512_mask_mov_ps(root, _mm512_fpclass_ps_mask(x, kNegative),
+                              _mm512_castsi512_ps(_mm512_set1_epi32(0x7fc00000)));
+    root = _mm512_mask_mov_ps(root, _mm512_fpclass_ps_mask(x, kNan),
+                              _mm512_or_ps(x, _mm512_castsi512_ps(_mm512_set1_epi32(0x00400000))));
+    return _mm512_mask_mov_ps(root, _mm512_fpclass_ps_mask(x, kKept), x);
+  }
+};
+
+template <>
+struct Lanes<double> {
+  using V = __m512d;
+  static constexpr int kWidth = 8;
+  static constexpr bool kHasMklSqrt = false;
+  static V load(const double* p) { return _mm512_loadu_pd(p); }
+  static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+  static V set(double x) { return _mm512_set1_pd(x); }
+  static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_pd(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_pd(a, b); }
+  static V div(V a, V b) { return _mm512_div_pd(a, b); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static V sqrt(V a) { return _mm512_sqrt_pd(a); }
+  static V neg(V a) { return _mm512_xor_pd(a, _mm512_set1_pd(-0.0)); }
+};
+
+#elif defined(KWKER_ISA_AVX2)
+
+template <typename T>
+struct Lanes;
+
+template <>
+struct Lanes<float> {
+  using V = __m256;
+  static constexpr int kWidth = 8;
+  static constexpr bool kHasMklSqrt = false;
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V set(float x) { return _mm256_set1_ps(x); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V sqrt(V a) { return _mm256_sqrt_ps(a); }
+  static V neg(V a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
+};
+
+template <>
+struct Lanes<double> {
+  using V = __m256d;
+  static constexpr int kWidth = 4;
+  static constexpr bool kHasMklSqrt = false;
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static V set(double x) { return _mm256_set1_pd(x); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_pd(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  static V div(V a, V b) { return _mm256_div_pd(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static V sqrt(V a) { return _mm256_sqrt_pd(a); }
+  static V neg(V a) { return _mm256_xor_pd(a, _mm256_set1_pd(-0.0)); }
+};
+
+#else
+
+template <typename T>
+using Lanes = ScalarLanes<T>;
+
+#endif
