@@ -11,6 +11,7 @@
 #include <ATen/Context.h>
 #include <ATen/Version.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_like.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -316,10 +317,22 @@ std::vector<int64_t> sgd_step(TensorList params, TensorList grads, TensorList mo
   return decisions.left();
 }
 
+// Test-only: Kwker's in-register copy of MKL's float32 sqrt on a contiguous float32 tensor; raises
+// where the active ISA has none (the tests compare it with torch.sqrt on every float).
+Tensor mkl_sqrt_copy(const Tensor& x) {
+  TORCH_CHECK(x.scalar_type() == at::kFloat && x.is_contiguous() && x.device().is_cpu(),
+              "kwker::mkl_sqrt_f32 takes a contiguous float32 CPU tensor");
+  Tensor out = at::empty_like(x);
+  TORCH_CHECK(kwker::mkl_sqrt_f32(x.numel(), x.const_data_ptr<float>(), out.data_ptr<float>()),
+              "kwker::mkl_sqrt_f32: the active ISA has no copy of MKL's sqrt (AVX-512 only)");
+  return out;
+}
+
 }  // namespace
 }  // namespace kwker::adapter
 
 TORCH_LIBRARY_FRAGMENT(kwker, m) {
+  m.def("mkl_sqrt_f32(Tensor x) -> Tensor", &kwker::adapter::mkl_sqrt_copy);
   using namespace kwker::adapter;
   m.def("adam_step(Tensor(a!)[] params, Tensor[] grads, Tensor(b!)[] exp_avgs, Tensor(c!)[] exp_avg_sqs, "
         "Tensor(d!)[] state_steps, float lr, float beta1, float beta2, float weight_decay, float eps, "
