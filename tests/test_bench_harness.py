@@ -125,13 +125,16 @@ def test_small_inputs_build_deterministically():
         assert bit_exact(entry.make_arguments(), entry.make_arguments())
 
 
-def run_bench(tmp_path, *options):
+def run_bench_cli(tmp_path, *options):
     # A subprocess, so that --threads does not change this process's torch; PYTHONPATH makes it
     # import the same kwker package as this test did.
     env = {**os.environ, "PYTHONPATH": str(pathlib.Path(kwker.__file__).parents[1])}
-    command = [sys.executable, "-m", "kwker", "bench", "--quick", "--filter", ",".join(SMALL_INPUTS),
-               *options]
+    command = [sys.executable, "-m", "kwker", "bench", *options]
     return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def run_bench(tmp_path, *options):
+    return run_bench_cli(tmp_path, "--quick", "--filter", ",".join(SMALL_INPUTS), *options)
 
 
 def test_quick_bench_writes_json_and_plot(tmp_path):
@@ -165,3 +168,24 @@ def test_default_output_paths_and_no_plot(tmp_path):
 def test_unknown_op_family_is_refused(tmp_path):
     done = run_bench(tmp_path, "--ops", "nosuchop", "--no-plot")
     assert done.returncode == 2 and "unknown op families" in done.stdout
+
+
+def test_optimizer_section_times_three_ways_and_checks_exactness(tmp_path):
+    json_path = tmp_path / "optim.json"
+    done = run_bench_cli(tmp_path, "--ops", "optim", "--filter", "mlp", "--optim-threads", "1,2",
+                         "--quick", "--json", str(json_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "optimizer steps bit-exact with torch's default path: yes" in done.stdout
+    rows = json.loads(json_path.read_text())["optimizers"]
+    assert [(r["name"], r["threads"]) for r in rows] == [("adamw-mlp-1.3M", 1), ("adamw-mlp-1.3M", 2)]
+    for row in rows:
+        assert row["exact"] and row["served"] == 1.0 and row["parameters"] == 1333770
+        assert min(row["default_ms"], row["fused_ms"], row["kwker_ms"]) > 0 and row["runs"] >= 20
+
+
+def test_optimizer_workload_shapes_are_the_models():
+    from kwker.bench import optimizers
+
+    counts = {w.name: sum(torch.Size(s).numel() for s in w.shapes()) for w in optimizers.WORKLOADS}
+    assert counts["sgd-resnet18-11.7M"] == 11689512  # torchvision.models.resnet18()
+    assert counts["adamw-mlp-1.3M"] == 784 * 1024 + 1024 + 1024 * 512 + 512 + 512 * 10 + 10

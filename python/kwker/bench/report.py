@@ -161,9 +161,12 @@ def summary_lines(summary: dict) -> list[str]:
     return lines
 
 
-def write_json(path: pathlib.Path, metadata: dict, summary: dict, records: list[dict]) -> None:
+def write_json(path: pathlib.Path, metadata: dict, summary: dict, records: list[dict],
+               optimizer_rows: list[dict] | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     results = {"metadata": metadata, "summary": summary, "records": records}
+    if optimizer_rows is not None:
+        results["optimizers"] = optimizer_rows
     path.write_text(json.dumps(results, indent=2) + "\n")
 
 

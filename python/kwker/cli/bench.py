@@ -1,4 +1,5 @@
-"""`python -m kwker bench`: times the corpus on torch and on Kwker, checks every result is bit-exact.
+"""`python -m kwker bench`: times the corpus on torch and on Kwker, checks every result is bit-exact,
+then the optimizer section (bench/optimizers.py: torch.optim steps against torch's default and fused).
 
 Exit status: 0 when every output is bit-exact, 1 when any is not (or an input failed), 2 for bad options.
 """
@@ -11,8 +12,10 @@ import time
 
 import torch
 
-from ..bench import corpus, report
+from ..bench import corpus, optimizers, report
 from ..bench.measure import RepeatPolicy, failed_record, measure
+
+OPTIMIZER_FAMILY = "optim"  # the optimizer section's name in --ops
 
 DEFAULT_POLICY = RepeatPolicy(min_runs=5, min_time_s=0.2)
 QUICK_POLICY = RepeatPolicy(min_runs=3, min_time_s=0.01)
@@ -26,7 +29,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--threads", type=int, metavar="N", default=1,
                         help="torch.set_num_threads (default 1)")
     parser.add_argument("--ops", metavar="FAMILIES",
-                        help="comma-separated op families to run (default all), e.g. sort")
+                        help=f"comma-separated op families to run (default all), e.g. sort; "
+                             f"'{OPTIMIZER_FAMILY}' is the optimizer section")
+    parser.add_argument("--optim-threads", metavar="N,M", default="1,2",
+                        help="thread counts of the optimizer section (default 1,2)")
     parser.add_argument("--filter", metavar="SUBSTR",
                         help="run only inputs whose id contains SUBSTR (comma-separated: any of them)")
     parser.add_argument("--repeat", type=int, metavar="R",
@@ -49,17 +55,30 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     inputs = corpus.all_inputs()
     wanted_families = _split(args.ops)
-    unknown = sorted(set(wanted_families or ()) - set(corpus.families(inputs)))
+    known = corpus.families(inputs) + [OPTIMIZER_FAMILY]
+    unknown = sorted(set(wanted_families or ()) - set(known))
     if unknown:
-        print(f"kwker bench: unknown op families {unknown}; known: {corpus.families(inputs)}")
+        print(f"kwker bench: unknown op families {unknown}; known: {known}")
         return 2
-    selected = corpus.select(inputs, wanted_families, _split(args.filter))
-    if not selected:
+    optimizer_threads = _thread_counts(args.optim_threads)
+    if optimizer_threads is None:
+        print(f"kwker bench: --optim-threads wants positive integers, got {args.optim_threads!r}")
+        return 2
+    with_optimizers = wanted_families is None or OPTIMIZER_FAMILY in wanted_families
+    selected = corpus.select(inputs, wanted_families, _split(args.filter)) if (
+        wanted_families is None or set(wanted_families) - {OPTIMIZER_FAMILY}) else []
+    optimizer_names = [w.name for w in optimizers.WORKLOADS
+                       if args.filter is None or any(f in w.name for f in _split(args.filter))]
+    if not selected and not (with_optimizers and optimizer_names):
         print("kwker bench: no corpus input matches --ops/--filter")
         return 2
     if args.list:
         for entry in selected:
             print(f"{entry.id:40} {entry.origin}")
+        if with_optimizers:
+            for w in optimizers.WORKLOADS:
+                if w.name in optimizer_names:
+                    print(f"{OPTIMIZER_FAMILY + '/' + w.name:40} {w.origin}")
         return 0
 
     torch.set_num_threads(args.threads)
@@ -69,20 +88,31 @@ def run(args) -> int:
                            "time_cap_s": policy.time_cap_s}}
     for line in report.header_lines(metadata):
         print(line)
-    print(f"{len(selected)} inputs, each: at least {policy.min_runs} runs "
-          f"and {policy.min_time_s} s per side\n")
-    print(report.table_header(), flush=True)
     records = []
-    for entry in selected:
-        records.append(_measure_or_fail(entry, policy))
-        print(report.table_row(records[-1]), flush=True)
-
+    if selected:
+        print(f"{len(selected)} inputs, each: at least {policy.min_runs} runs "
+              f"and {policy.min_time_s} s per side\n")
+        print(report.table_header(), flush=True)
+        for entry in selected:
+            records.append(_measure_or_fail(entry, policy))
+            print(report.table_row(records[-1]), flush=True)
     summary = report.summarize(records, metadata)
-    print()
-    for line in report.summary_lines(summary):
-        print(line)
-    _write_outputs(args, metadata, summary, records)
-    return 0 if not summary["not_exact"] else 1
+    if selected:
+        print()
+        for line in report.summary_lines(summary):
+            print(line)
+    optimizer_results = None
+    if with_optimizers and optimizer_names:
+        print(f"\noptimizer section: one step, median of at least {max(policy.min_runs, 20)} steps each, "
+              f"exactness after {optimizers.EXACTNESS_STEPS} steps against torch's default path")
+        optimizer_results = optimizers.run_section(optimizer_threads, max(policy.min_runs, 20),
+                                                   policy.min_time_s, optimizer_names)
+        exact = not optimizer_results["not_exact"]
+        print(f"optimizer steps bit-exact with torch's default path: {'yes' if exact else 'NO'}"
+              + ("" if exact else f" ({', '.join(optimizer_results['not_exact'])})"))
+        summary["optimizers_not_exact"] = optimizer_results["not_exact"]
+    _write_outputs(args, metadata, summary, records, optimizer_results)
+    return 0 if not summary["not_exact"] and not summary.get("optimizers_not_exact") else 1
 
 
 def _measure_or_fail(entry, policy) -> dict:
@@ -99,11 +129,12 @@ def _policy(args) -> RepeatPolicy:
                         min_time_s=args.min_time if args.min_time is not None else base.min_time_s)
 
 
-def _write_outputs(args, metadata, summary, records) -> None:
+def _write_outputs(args, metadata, summary, records, optimizer_results) -> None:
     json_path = args.json or pathlib.Path("bench-results") / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    report.write_json(json_path, metadata, summary, records)
+    report.write_json(json_path, metadata, summary, records,
+                      optimizer_results["rows"] if optimizer_results else None)
     print(f"results: {json_path}")
-    if args.no_plot:
+    if args.no_plot or not records:
         return
     plot_path = args.plot or json_path.with_suffix(".png")
     try:
@@ -112,6 +143,14 @@ def _write_outputs(args, metadata, summary, records) -> None:
         print("plot skipped: matplotlib is not installed (pip install 'kwker[bench]')")
         return
     print(f"plot: {plot_path}")
+
+
+def _thread_counts(option: str) -> tuple[int, ...] | None:
+    try:
+        counts = tuple(int(part) for part in option.split(",") if part.strip())
+    except ValueError:
+        return None
+    return counts if counts and all(n > 0 for n in counts) else None
 
 
 def _split(option: str | None) -> list[str] | None:
