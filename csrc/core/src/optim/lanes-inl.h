@@ -1,8 +1,7 @@
 // The ISA-specific part of the optimizer steps: Lanes<T>, a vector of T with the handful of
-// operations steps-inl.h is written in, plus ScalarLanes<T> with the same operations on one element
-// (the loop tails, and the whole of the scalar variant). Every operation rounds once, as the
-// instruction it names does; nothing is contracted (the core is built with -ffp-contract=off), so the
-// arithmetic is exactly what steps-inl.h spells out.
+// operations steps-inl.h is written in (ScalarLanes<T>, one element, is Lanes<T> of the scalar
+// variant). Every operation rounds once, as the instruction it names does; nothing is contracted
+// (the core is built with -ffp-contract=off), so the arithmetic is exactly what steps-inl.h spells out.
 //
 // Included inside namespace kwker::optim_detail::<isa> by optim_<isa>.cc.
 

@@ -1,4 +1,5 @@
-// The element arithmetic of torch.optim's single-tensor Adam/AdamW and SGD, one pass per chunk.
+// The element arithmetic of torch.optim's single-tensor Adam/AdamW and SGD: one pass over each chunk
+// of memory (where MKL's square root must be called, a second pass over each L2-resident block).
 //
 // torch runs one ATen kernel per line of adam.py / sgd.py; each rounds its result to the element
 // type. On x86-64 Linux wheels those kernels are built by GCC with AVX2/AVX-512 flags, and GCC
@@ -200,12 +201,18 @@ struct SgdMath {
 template <typename T>
 void sgd(const SgdScalars<T>& s, T* param, const T* grad, T* buffer, bool first_step, int64_t n) {
   const SgdMath<Lanes<T>, T> vec(s);
-  const SgdMath<ScalarLanes<T>, T> one(s);
   constexpr int64_t kWidth = Lanes<T>::kWidth;
   int64_t i = 0;
   auto buffer_at = [buffer](int64_t i) { return buffer ? buffer + i : nullptr; };  // null: no momentum
   for (; i + kWidth <= n; i += kWidth) vec.step(param + i, grad + i, buffer_at(i), first_step);
-  for (; i < n; ++i) one.step(param + i, grad + i, buffer_at(i), first_step);
+  if (i == n) return;
+  if (buffer) {
+    PartialVector<T, 3, 2> tail({param + i, buffer + i, const_cast<T*>(grad + i)}, n - i);
+    vec.step(tail.lanes[0], tail.lanes[2], tail.lanes[1], first_step);
+  } else {
+    PartialVector<T, 2, 1> tail({param + i, const_cast<T*>(grad + i)}, n - i);
+    vec.step(tail.lanes[0], tail.lanes[1], nullptr, first_step);
+  }
 }
 
 const OptimKernels kKernels = {&adam<float>, &adam<double>, &sgd<float>, &sgd<double>, &mkl_sqrt_f32<>};
