@@ -9,7 +9,7 @@ on the rest. uninstall() puts torch's functions back. Optimizer state stays torc
 state dicts move freely between Kwker and plain torch.
 
 Left to torch whole (the call goes to torch's function unchanged): amsgrad, capturable,
-differentiable, gradient scaling (grad_scale/found_inf), Tensor hyper-parameters (lr, betas,
+differentiable (any step run with grad mode on: its in-place updates must be recorded), gradient scaling (grad_scale/found_inf), Tensor hyper-parameters (lr, betas,
 weight_decay), sparse gradients, tensor subclasses, tracing by torch.compile, and any call on a
 thread where Kwker is off. foreach=True and fused=True never reach these functions. Left to torch per
 parameter (optim_ops.cc): other dtypes (complex, float16, bfloat16), other devices, and layouts
@@ -55,7 +55,8 @@ def _single_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, s
     if torch.compiler.is_compiling():
         return _TORCH_ADAM(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps,
                            grad_scale, found_inf, **kwargs)
-    if (amsgrad or capturable or differentiable or grad_scale is not None or found_inf is not None
+    if (amsgrad or capturable or differentiable or torch.is_grad_enabled()
+            or grad_scale is not None or found_inf is not None
             or not _numbers(lr, beta1, beta2, weight_decay, eps) or not _plain_tensors(params, grads)):
         _record_fallback("adam", "arguments", len(params))
         return _TORCH_ADAM(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps,
@@ -80,7 +81,7 @@ def _single_tensor_sgd(params, grads, momentum_buffer_list, grad_scale, found_in
                   nesterov=nesterov, maximize=maximize, has_sparse_grad=has_sparse_grad)
     if torch.compiler.is_compiling():
         return _TORCH_SGD(params, grads, momentum_buffer_list, grad_scale, found_inf, **kwargs)
-    if (has_sparse_grad or grad_scale is not None or found_inf is not None
+    if (has_sparse_grad or torch.is_grad_enabled() or grad_scale is not None or found_inf is not None
             or not _numbers(weight_decay, momentum, lr, dampening) or not _plain_tensors(params, grads)):
         _record_fallback("sgd", "arguments", len(params))
         return _TORCH_SGD(params, grads, momentum_buffer_list, grad_scale, found_inf, **kwargs)
