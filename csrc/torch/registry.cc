@@ -57,6 +57,7 @@ constexpr KernelFamily kFamilies[] = {
     {"sort", &register_sort_kernels},
     {"adam", nullptr},
     {"sgd", nullptr},
+    {"topk", &register_topk_kernels},
 };
 
 std::atomic<uint32_t> g_registered_kernels{0};  // bit k: Kernel k is registered
@@ -164,6 +165,7 @@ const char* kernel_name(Kernel k) {
     case Kernel::kSort: return "sort";
     case Kernel::kAdam: return "adam";
     case Kernel::kSgd: return "sgd";
+    case Kernel::kTopk: return "topk";
     case Kernel::kCount: break;
   }
   return "?";

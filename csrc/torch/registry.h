@@ -7,5 +7,6 @@ namespace torch { class Library; }
 namespace kwker::adapter {
 
 void register_sort_kernels(torch::Library& library);
+void register_topk_kernels(torch::Library& library);
 
 }  // namespace kwker::adapter

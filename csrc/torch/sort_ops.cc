@@ -11,7 +11,6 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/EmptyTensor.h>
-#include <ATen/native/Resize.h>
 #include <ATen/ops/sort_cpu_dispatch.h>
 #include <ATen/ops/sort_ops.h>
 #include <ATen/ops/zeros.h>
@@ -24,6 +23,7 @@
 #include "kernel_state.h"
 #include "kwker/sort.h"
 #include "registry.h"
+#include "tensors.h"
 
 namespace kwker::adapter {
 namespace {
@@ -38,22 +38,6 @@ constexpr int64_t kMinElements = 64;
 constexpr int64_t kMinRowLength = 8;
 // torch's GRAIN_SIZE: from this size on, torch sorts 1-D integer tensors with fbgemm's radix sort.
 constexpr int64_t kTorchRadixMinElements = 32768;
-
-std::optional<DType> core_dtype(c10::ScalarType t) {
-  switch (t) {
-    case at::kBool: return DType::kBool;
-    case at::kByte: return DType::kUInt8;
-    case at::kChar: return DType::kInt8;
-    case at::kShort: return DType::kInt16;
-    case at::kInt: return DType::kInt32;
-    case at::kLong: return DType::kInt64;
-    case at::kHalf: return DType::kFloat16;
-    case at::kBFloat16: return DType::kBFloat16;
-    case at::kFloat: return DType::kFloat32;
-    case at::kDouble: return DType::kFloat64;
-    default: return std::nullopt;
-  }
-}
 
 // Does this torch sort 1-D integer tensors stably even with stable=False (fbgemm radix sort)?
 // An all-equal tensor tells: introsort would scramble its indices, a radix sort keeps them in order.
@@ -78,11 +62,6 @@ TieOrder tie_order(const Tensor& self, bool stable, bool descending) {
   return torch_uses_radix && torch_radix_sorts_1d_integers() ? TieOrder::kStable : TieOrder::kIntrosort;
 }
 
-bool plain_strided(const Tensor& t) {
-  return t.layout() == at::kStrided && t.device().is_cpu() && !t.is_neg() &&
-         !t.is_conj();
-}
-
 std::optional<Fallback> why_torch_sorts(const Tensor& self, std::optional<bool> stable, int64_t dim) {
   if (!enabled_for_this_thread()) return Fallback::kDisabled;
   if (!plain_strided(self)) return Fallback::kLayout;
@@ -104,13 +83,10 @@ std::vector<int64_t> output_strides(const Tensor& self) {
                                              : at::infer_dense_strides(self.sizes(), self.strides());
 }
 
-// out= tensors torch accepts as they are (dtype, device) are resized the way torch's structured
-// kernel resizes them: at::native::resize_output (with its warning for a non-empty out of another
-// shape), then the meta strides if a resize happened.
+// out= tensors torch accepts as they are (dtype, device), resized as torch's structured kernel does,
+// to the meta strides.
 bool resize_like_torch(const Tensor& self, const Tensor& out, c10::ScalarType dtype) {
-  if (!plain_strided(out) || out.scalar_type() != dtype) return false;
-  if (at::native::resize_output(out, self.sizes())) out.as_strided_(self.sizes(), output_strides(self));
-  return true;
+  return resize_out_like_torch(out, self.sizes(), output_strides(self), dtype);
 }
 
 // out= tensors Kwker can write directly: correctly sized, no overlap with the input or each other.

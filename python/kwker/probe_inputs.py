@@ -161,6 +161,58 @@ def sort_probe_inputs() -> list[ProbeInput]:
     return inputs
 
 
+# --- topk -------------------------------------------------------------------------------------------
+
+TOPK_DTYPES = SORT_DTYPES[1:]  # torch's topk rejects bool
+# Row lengths and ks on both sides of torch's switch from partial_sort (k * 64 <= n) to nth_element,
+# of the heap's 64-element blocks and of introselect's <= 3-element ranges.
+TOPK_LENGTHS = (8, 65, 640, 16384)
+
+
+def _topk_ks(length: int) -> list[int]:
+    return sorted({1, 2, 3, max(1, length // 64), length // 64 + 1, length // 2, length} - {0})
+
+
+def _topk_call(k: int, largest: bool, sorted_: bool, out: bool) -> Callable:
+    def run(x: torch.Tensor):
+        if not out:
+            return torch.topk(x, k, dim=-1, largest=largest, sorted=sorted_)
+        shape = (*x.shape[:-1], k)
+        values, indices = torch.empty(shape, dtype=x.dtype), torch.empty(shape, dtype=torch.long)
+        return torch.topk(x, k, dim=-1, largest=largest, sorted=sorted_, out=(values, indices))
+
+    return run
+
+
+def _topk_inputs_for(dtype: torch.dtype, data: str, layout: str = "contiguous", out: bool = False,
+                     lengths=TOPK_LENGTHS) -> list[ProbeInput]:
+    inputs = []
+    for length in lengths:
+        shape = (_rows(length), length) if _rows(length) > 1 else (length,)
+        for k in _topk_ks(length):
+            for largest in (True, False):
+                for sorted_ in ((True, False) if k == length // 2 else (True,)):
+                    name = (f"topk {_short(dtype)} {data} {'x'.join(map(str, shape))} {layout} k={k} "
+                            f"{'largest' if largest else 'smallest'}{'' if sorted_ else ' unsorted'}"
+                            f"{' out=' if out else ''}")
+                    inputs.append(ProbeInput(name, _sort_input(name, data, dtype, length, layout),
+                                             _topk_call(k, largest, sorted_, out)))
+    return inputs
+
+
+def topk_probe_inputs() -> list[ProbeInput]:
+    inputs = []
+    for dtype in TOPK_DTYPES:
+        inputs += _topk_inputs_for(dtype, "ties")
+        inputs += _topk_inputs_for(dtype, "random", lengths=(65, 640))
+    for dtype in FLOAT_DTYPES:
+        inputs += _topk_inputs_for(dtype, "specials", lengths=(65, 640))
+    for dtype in (torch.int64, torch.float32):
+        inputs += _topk_inputs_for(dtype, "ties", layout="transposed", lengths=(65, 640))
+        inputs += _topk_inputs_for(dtype, "ties", out=True, lengths=(640,))
+    return inputs
+
+
 # --- optimizers ------------------------------------------------------------------------------------
 
 # Parameter lengths around every vector width and tail (4, 8, 16 lanes), Kwker's 16384-element chunks
@@ -234,6 +286,7 @@ def sgd_probe_inputs() -> list[ProbeInput]:
 
 PROBE_INPUTS: dict[str, Callable[[], list[ProbeInput]]] = {
     "sort": sort_probe_inputs,
+    "topk": topk_probe_inputs,
     "adam": adam_probe_inputs,
     "sgd": sgd_probe_inputs,
 }

@@ -18,20 +18,12 @@
 #include <span>
 
 #include "kwker/dtype.h"
+#include "kwker/strided_rows.h"
 
 namespace kwker {
 
 enum class SortOrder : uint8_t { kAscending, kDescending };
 enum class TieOrder : uint8_t { kStable, kIntrosort };
-
-// Rows of `row_length` elements along one dim of an N-d strided tensor. Element (r, i), with r
-// unravelled over `outer_sizes` into (r_0, ..., r_k), lives at data + sum(r_j * outer_strides[j]) +
-// i * row_stride (strides in elements).
-struct StridedRows {
-  void* data;
-  int64_t row_stride;
-  std::span<const int64_t> outer_strides;
-};
 
 struct SortRowsProblem {
   DType dtype;

@@ -1,9 +1,10 @@
-// libstdc++'s std::sort (introsort), step for step, on packed or wide elements (included inside
-// namespace kwker::sort_detail::<isa>). Same depth limit (2 floor(log2 n)), same median-of-three
-// pivot, same Hoare partition (its stops found from compare masks), same heapsort fallback, and each
-// leaf of <= 16 elements sorted stably, which is what libstdc++'s final insertion sort does to it:
-// elements of a leaf are never less than those of the leaves before it, so none crosses a leaf
-// boundary. The permutation of equal keys is therefore libstdc++'s.
+// libstdc++'s std::sort (introsort) and std::nth_element (introselect), step for step, on packed or
+// wide elements (included inside namespace kwker::sort_detail::<isa>). Same depth limit
+// (2 floor(log2 n)), same median-of-three pivot, same Hoare partition (its stops found from compare
+// masks), same heapsort fallback (heap-inl.h), and each leaf of <= 16 elements sorted stably, which is
+// what libstdc++'s final insertion sort does to it: elements of a leaf are never less than those of
+// the leaves before it, so none crosses a leaf boundary. The permutation of equal keys is therefore
+// libstdc++'s.
 
 inline constexpr int64_t kIntrosortThreshold = 16;  // libstdc++'s _S_threshold
 
@@ -97,6 +98,24 @@ E* mask_partition(E* first, E* last, const E pivot) {
   }
 }
 
+// Ranges shorter than a mask block: libstdc++'s __unguarded_partition as it is written (masks of 64
+// elements would cost more than the few comparisons). Introselect partitions ranges of 4 and more,
+// with a pivot the median of three, so both scans stop inside the range.
+inline constexpr int64_t kMaskPartitionMinLength = 64;
+
+template <typename Ops, typename E>
+E* unguarded_partition(E* first, E* last, const E pivot) {
+  if (last - first >= kMaskPartitionMinLength) return mask_partition<Ops>(first, last, pivot);
+  while (true) {
+    while (Ops::less(*first, pivot)) ++first;
+    --last;
+    while (Ops::less(pivot, *last)) --last;
+    if (!(first < last)) return first;
+    swap_values(*first, *last);
+    ++first;
+  }
+}
+
 // Stable insertion sort: the order libstdc++'s final insertion sort leaves a leaf in.
 inline void WideOps::sort_leaf(WideElement* first, WideElement* last) {
   for (WideElement* i = first + 1; i < last; ++i) {
@@ -111,8 +130,7 @@ template <typename Ops, typename E>
 void introsort_loop(E* first, E* last, int depth_limit) {
   while (last - first > kIntrosortThreshold) {
     if (depth_limit == 0) {
-      // libstdc++ falls back to __partial_sort(first, last, last): std::partial_sort is that call.
-      std::partial_sort(first, last, last, [](const E& a, const E& b) { return Ops::less(a, b); });
+      partial_sort<Ops>(first, last, last);  // libstdc++'s heapsort fallback (heap-inl.h)
       return;
     }
     --depth_limit;
@@ -131,9 +149,38 @@ void introsort_loop(E* first, E* last, int depth_limit) {
   Ops::sort_leaf(first, last);
 }
 
+inline int introsort_depth_limit(int64_t n) {
+  return 2 * (63 - __builtin_clzll(static_cast<unsigned long long>(n)));
+}
+
 template <typename Ops, typename E>
 void libstdcxx_introsort(E* first, int64_t n) {
   if (n < 2) return;
-  const int depth_limit = 2 * (63 - __builtin_clzll(static_cast<unsigned long long>(n)));
-  introsort_loop<Ops>(first, first + n, depth_limit);
+  introsort_loop<Ops>(first, first + n, introsort_depth_limit(n));
+}
+
+// libstdc++'s std::nth_element (__introselect): the same pivots and partitions as the introsort,
+// following only the part that holds nth; ranges of <= 3 elements end in the (stable) insertion
+// sort; the depth limit falls back to a heap select of [first, nth] and a swap of first with nth.
+template <typename Ops, typename E>
+void libstdcxx_nth_element(E* first, E* nth, E* last) {
+  if (first == last || nth == last) return;
+  int depth_limit = introsort_depth_limit(last - first);
+  while (last - first > 3) {
+    if (depth_limit == 0) {
+      heap_select<Ops>(first, nth + 1, last);
+      swap_values(*first, *nth);
+      return;
+    }
+    --depth_limit;
+    E* mid = first + (last - first) / 2;
+    move_median_to_first<Ops>(first, first + 1, mid, last - 1);
+    E* cut = unguarded_partition<Ops>(first + 1, last, E(*first));
+    if (cut <= nth) {
+      first = cut;
+    } else {
+      last = cut;
+    }
+  }
+  Ops::sort_leaf(first, last);
 }

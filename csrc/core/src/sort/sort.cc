@@ -1,4 +1,5 @@
-// sort_rows: splits the rows over kwker::parallel_for and hands each to the ISA variant in use.
+// sort_rows and topk_rows: split the rows over kwker::parallel_for and hand each to the ISA variant in
+// use.
 // Rows that run along a strided dim while neighbouring rows sit next to each other in memory (a sort
 // along dim 0 of a contiguous tensor) are sorted a tile of kTileRows at a time: the tile is copied to
 // contiguous rows, sorted, and copied back, so each cache line is read and written once, not once
@@ -10,6 +11,8 @@
 #include "kwker/cpu.h"
 #include "kwker/parallel.h"
 #include "kwker/sort.h"
+#include "kwker/topk.h"
+#include "sort/row_cursor.h"
 #include "sort/sort_row.h"
 
 namespace kwker {
@@ -17,19 +20,24 @@ namespace {
 
 using sort_detail::kPad;
 using sort_detail::RowJob;
+using RowCursor = sort_detail::RowCursor<SortRowsProblem>;
+using sort_detail::element_at;
+using sort_detail::row_count;
 
 struct RowKernels {
   void (*sort_row)(const RowJob&);
   bool (*declines)(const RowJob&);
+  void (*topk_row)(const sort_detail::TopKJob&);
 };
 
 RowKernels row_kernels_for(Isa isa) {
+  namespace sd = sort_detail;
   switch (isa) {
-    case Isa::kAvx512: return {&sort_detail::avx512::sort_row, &sort_detail::avx512::declines};
-    case Isa::kAvx2: return {&sort_detail::avx2::sort_row, &sort_detail::avx2::declines};
+    case Isa::kAvx512: return {&sd::avx512::sort_row, &sd::avx512::declines, &sd::avx512::topk_row};
+    case Isa::kAvx2: return {&sd::avx2::sort_row, &sd::avx2::declines, &sd::avx2::topk_row};
     case Isa::kScalar: break;
   }
-  return {&sort_detail::scalar::sort_row, &sort_detail::scalar::declines};
+  return {&sd::scalar::sort_row, &sd::scalar::declines, &sd::scalar::topk_row};
 }
 
 constexpr int kTileRows = 16;
@@ -58,47 +66,6 @@ struct Workspace {
 Workspace& thread_workspace() {
   thread_local Workspace ws;
   return ws;
-}
-
-// Walks rows in order, keeping each tensor's offset (in elements) up to date without a division per
-// row: an N-d counter over outer_sizes.
-class RowCursor {
- public:
-  RowCursor(const SortRowsProblem& p, int64_t row) : p_(p), index_(p.outer_sizes.size()) {
-    for (size_t d = index_.size(); d-- > 0;) {
-      index_[d] = row % p.outer_sizes[d];
-      row /= p.outer_sizes[d];
-      input_ += index_[d] * p.input.outer_strides[d];
-      values_ += index_[d] * p.values.outer_strides[d];
-      indices_ += index_[d] * p.indices.outer_strides[d];
-    }
-  }
-
-  void next() {
-    for (size_t d = index_.size(); d-- > 0;) {
-      input_ += p_.input.outer_strides[d];
-      values_ += p_.values.outer_strides[d];
-      indices_ += p_.indices.outer_strides[d];
-      if (++index_[d] < p_.outer_sizes[d]) return;
-      input_ -= index_[d] * p_.input.outer_strides[d];
-      values_ -= index_[d] * p_.values.outer_strides[d];
-      indices_ -= index_[d] * p_.indices.outer_strides[d];
-      index_[d] = 0;
-    }
-  }
-
-  int64_t input() const { return input_; }
-  int64_t values() const { return values_; }
-  int64_t indices() const { return indices_; }
-
- private:
-  const SortRowsProblem& p_;
-  std::vector<int64_t> index_;
-  int64_t input_ = 0, values_ = 0, indices_ = 0;
-};
-
-char* element_at(const StridedRows& rows, size_t element_size, int64_t offset) {
-  return static_cast<char*>(rows.data) + offset * static_cast<int64_t>(element_size);
 }
 
 // A job for the problem's rows, with the given work buffers; row pointers are set per row.
@@ -199,8 +166,7 @@ void sort_tiles(const SortRowsProblem& p, const RowKernels& kernels, Workspace& 
 }
 
 bool sort_declines(const SortRowsProblem& p) {
-  int64_t rows = 1;
-  for (int64_t s : p.outer_sizes) rows *= s;
+  const int64_t rows = row_count(p);
   if (rows == 0 || p.row_length == 0) return false;
   RowJob first = job_for(p, thread_workspace(), nullptr);
   first.input = element_at(p.input, dtype_size(p.dtype), RowCursor(p, 0).input());
@@ -208,8 +174,7 @@ bool sort_declines(const SortRowsProblem& p) {
 }
 
 void sort_rows(const SortRowsProblem& p) {
-  int64_t rows = 1;
-  for (int64_t s : p.outer_sizes) rows *= s;
+  const int64_t rows = row_count(p);
   if (rows == 0 || p.row_length == 0) return;
   const RowKernels kernels = row_kernels_for(active_isa());
   int ties_seen = 0;
@@ -225,6 +190,36 @@ void sort_rows(const SortRowsProblem& p) {
     for (int64_t r = begin; r < end; ++r, cursor.next()) {
       point_at_row(job, p, cursor);
       kernels.sort_row(job);
+    }
+  });
+}
+
+void topk_rows(const TopKRowsProblem& p) {
+  const int64_t rows = row_count(p);
+  if (rows == 0 || p.k == 0) return;
+  const RowKernels kernels = row_kernels_for(active_isa());
+  const int64_t grain = std::max<int64_t>(1, 32768 / p.row_length);
+  const size_t element_size = dtype_size(p.dtype);
+  parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    Workspace& ws = thread_workspace();
+    ws.reserve(p.row_length);
+    sort_detail::TopKJob job{};
+    job.k = p.k;
+    job.sorted = p.sorted;
+    job.row.dtype = p.dtype;
+    job.row.order = p.largest ? SortOrder::kDescending : SortOrder::kAscending;
+    job.row.n = p.row_length;
+    job.row.input_stride = p.input.row_stride;
+    job.row.values_stride = p.values.row_stride;
+    job.row.indices_stride = p.indices.row_stride;
+    job.row.buffer_a = ws.a.data() + kPad;
+    job.row.buffer_b = ws.b.data() + kPad;
+    sort_detail::RowCursor<TopKRowsProblem> cursor(p, begin);
+    for (int64_t r = begin; r < end; ++r, cursor.next()) {
+      job.row.input = element_at(p.input, element_size, cursor.input());
+      job.row.values = element_at(p.values, element_size, cursor.values());
+      job.row.indices = reinterpret_cast<int64_t*>(element_at(p.indices, sizeof(int64_t), cursor.indices()));
+      kernels.topk_row(job);
     }
   });
 }

@@ -1,4 +1,5 @@
-// The sort compiled for avx512: see sort_row-inl.h (algorithm) and simd-inl.h (the ISA-specific part).
+// The sort and topk compiled for avx512: see sort_row-inl.h and topk_row-inl.h (algorithms) and simd-inl.h
+// (the ISA-specific part).
 #define KWKER_ISA_AVX512 1
 
 #include <algorithm>
@@ -12,4 +13,5 @@
 
 namespace kwker::sort_detail::avx512 {
 #include "sort/sort_row-inl.h"
+#include "sort/topk_row-inl.h"
 }  // namespace kwker::sort_detail::avx512

@@ -18,6 +18,7 @@
 
 #include "elements-inl.h"
 #include "radix-inl.h"
+#include "heap-inl.h"
 #include "introsort-inl.h"
 
 // Rows this long or longer are assumed to hold equal keys, and the radix attempt that could prove

@@ -29,10 +29,30 @@ struct RowJob {
   int* ties_seen;
 };
 
+// One row of a topk: `row` as for a sort (n = the row's length, order descending for largest),
+// except that values and indices receive k elements.
+struct TopKJob {
+  RowJob row;
+  int64_t k;
+  bool sorted;
+};
+
 // sort_row sorts the job's row; declines says whether Kwker leaves a row like it to torch
-// (see kwker::sort_rows).
-namespace scalar { void sort_row(const RowJob& job); bool declines(const RowJob& job); }
-namespace avx2 { void sort_row(const RowJob& job); bool declines(const RowJob& job); }
-namespace avx512 { void sort_row(const RowJob& job); bool declines(const RowJob& job); }
+// (see kwker::sort_rows); topk_row selects (see kwker::topk_rows).
+namespace scalar {
+void sort_row(const RowJob& job);
+bool declines(const RowJob& job);
+void topk_row(const TopKJob& job);
+}  // namespace scalar
+namespace avx2 {
+void sort_row(const RowJob& job);
+bool declines(const RowJob& job);
+void topk_row(const TopKJob& job);
+}  // namespace avx2
+namespace avx512 {
+void sort_row(const RowJob& job);
+bool declines(const RowJob& job);
+void topk_row(const TopKJob& job);
+}  // namespace avx512
 
 }  // namespace kwker::sort_detail

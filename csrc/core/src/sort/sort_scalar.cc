@@ -1,4 +1,5 @@
-// The sort compiled for scalar: see sort_row-inl.h (algorithm) and simd-inl.h (the ISA-specific part).
+// The sort and topk compiled for scalar: see sort_row-inl.h and topk_row-inl.h (algorithms) and simd-inl.h
+// (the ISA-specific part).
 #define KWKER_ISA_SCALAR 1
 
 #include <algorithm>
@@ -11,4 +12,5 @@
 
 namespace kwker::sort_detail::scalar {
 #include "sort/sort_row-inl.h"
+#include "sort/topk_row-inl.h"
 }  // namespace kwker::sort_detail::scalar

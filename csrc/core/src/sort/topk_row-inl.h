@@ -1,0 +1,219 @@
+// One row of a topk, compiled once per ISA (included inside namespace kwker::sort_detail::<isa>,
+// after sort_row-inl.h).
+//
+// torch (TopKImpl.h) copies the row into (value, index) pairs and, with its comparator (NaN above
+// every number, no tie-break), runs std::partial_sort of the first k when k * 64 <= n, else
+// std::nth_element at k - 1 and then, if sorted, std::sort of the first k - 1. On canonical keys
+// (sort_keys.h; largest = descending keys) that comparator is key(x) < key(y), and Kwker makes the
+// same moves as libstdc++:
+//  - partial_sort: libstdc++'s heap select keeps a heap of k elements and replaces its top by each
+//    later element whose key is less than the top's. Kwker runs that heap (heap-inl.h) but first
+//    tests a block of 64 keys against the top: a block with no key below it leaves the heap as it
+//    is, so skipping it is exact; a block with one is walked element by element, as libstdc++
+//    walks it. Then libstdc++'s sort_heap. Random rows touch the heap about k log(n / k) times.
+//  - nth_element: the row's packed elements go through libstdc++'s introselect, then its introsort,
+//    replayed step for step (introsort-inl.h).
+//  - Either regime, when the k + 1 smallest keys are distinct (and sorted, for nth_element): the
+//    answer does not depend on the algorithm, and a threshold filter finds it (topk_if_distinct).
+// Values are copied from the input by index, which is what torch's round trip through its
+// accumulate type leaves, except bfloat16 NaNs: that round trip makes every one of them 0x7FC0.
+
+inline constexpr int64_t kTopKBlock = 64;
+// torch's switch between partial_sort and nth_element: partial_sort when k * 64 <= n.
+inline constexpr int64_t kTopKPartialSortRatio = 64;
+
+template <typename Format>
+typename Format::Bits topk_value(typename Format::Bits bits) {
+  if constexpr (std::is_same_v<Format, KeyFormatOf<DType::kBFloat16>>) {
+    if ((bits & 0x7FFF) > 0x7F80) return 0x7FC0;
+  }
+  return bits;
+}
+
+// Whether a block of kTopKBlock elements from position i may hold a key <= `threshold`: a cheap
+// test that may say yes wrongly (the block is then walked key by key) but never says no wrongly.
+// By keys, for any input:
+template <typename Format, typename KeyAt>
+struct KeysBlockTest {
+  const KeyAt& key_at;
+  bool operator()(int64_t i, typename Format::Bits threshold) const {
+    using Bits = typename Format::Bits;
+    Bits keys[kTopKBlock];
+    for (int j = 0; j < kTopKBlock; ++j) keys[j] = key_at(i + j);
+    int at_most = 0;  // a count, not a boolean OR: integer sums vectorise
+    for (int j = 0; j < kTopKBlock; ++j) at_most += keys[j] <= threshold;
+    return at_most != 0;
+  }
+};
+
+// By values, for contiguous rows of a type the CPU compares natively: one compare per element
+// against the threshold's value. A NaN element passes (say yes), and so does everything when the
+// threshold is NaN's key; +-0.0 compare equal, as their keys do.
+template <typename Format> struct NativeValue { using type = void; };
+template <> struct NativeValue<KeyFormatOf<DType::kUInt8>> { using type = uint8_t; };
+template <> struct NativeValue<KeyFormatOf<DType::kInt8>> { using type = int8_t; };
+template <> struct NativeValue<KeyFormatOf<DType::kInt16>> { using type = int16_t; };
+template <> struct NativeValue<KeyFormatOf<DType::kInt32>> { using type = int32_t; };
+template <> struct NativeValue<KeyFormatOf<DType::kInt64>> { using type = int64_t; };
+template <> struct NativeValue<KeyFormatOf<DType::kFloat32>> { using type = float; };
+template <> struct NativeValue<KeyFormatOf<DType::kFloat64>> { using type = double; };
+
+template <typename Format, bool kDescending>
+struct ValuesBlockTest {
+  using Value = typename NativeValue<Format>::type;
+  const Value* in;
+  bool operator()(int64_t i, typename Format::Bits threshold) const {
+    Value t;
+    const auto bits = bits_of_key<Format, kDescending>(threshold);
+    std::memcpy(&t, &bits, sizeof t);
+    int passing = 0;
+    // Descending keys (largest): key(x) <= key(t) when x >= t; ascending: when x <= t.
+    for (int j = 0; j < kTopKBlock; ++j) passing += kDescending ? !(in[i + j] < t) : !(in[i + j] > t);
+    return passing != 0;
+  }
+};
+
+// libstdc++'s __heap_select of the k smallest keys of the row into `heap`, then its __sort_heap.
+template <typename Format, typename KeyAt, typename BlockTest>
+void topk_by_heap(int64_t n, int64_t k, const KeyAt& key_at, const BlockTest& may_hold, WideElement* heap) {
+  using Bits = typename Format::Bits;
+  for (int64_t i = 0; i < k; ++i) heap[i] = {key_at(i), static_cast<uint64_t>(i)};
+  make_heap<WideOps>(heap, k);
+  auto offer = [heap, k](Bits key, int64_t i) {
+    if (key < heap[0].key) replace_top<WideOps>(heap, k, WideElement{key, static_cast<uint64_t>(i)});
+  };
+  int64_t i = k;
+  for (; i + kTopKBlock <= n; i += kTopKBlock) {
+    // A key equal to the top's does not replace it: a block whose keys are all >= the top's is
+    // skipped even if the test lets keys equal to it through.
+    if (!may_hold(i, static_cast<Bits>(heap[0].key))) continue;
+    for (int j = 0; j < kTopKBlock; ++j) offer(key_at(i + j), i + j);
+  }
+  for (; i < n; ++i) offer(key_at(i), i);
+  sort_heap<WideOps>(heap, k);
+}
+
+// When the k + 1 smallest keys of a row are distinct, every correct selection returns the same
+// answer: the k smallest, in increasing order (which both of torch's regimes give when sorted). Kwker
+// looks for that case first, on rows long enough for it to pay: it keeps the elements whose key is
+// at most a threshold, a block of 64 keys tested at once, and lowers the threshold to the (k+1)-th
+// smallest candidate whenever the candidates fill their buffer. Returns false (then libstdc++'s
+// moves are replayed) when two of the k + 1 smallest keys are equal.
+inline constexpr int64_t kDistinctMinLength = 512;
+
+inline int64_t distinct_capacity(int64_t k) { return 2 * (k + 1) + 2 * kTopKBlock; }
+
+template <typename Format, typename KeyAt, typename BlockTest>
+bool topk_if_distinct(int64_t n, int64_t k, const KeyAt& key_at, const BlockTest& may_hold,
+                      WideElement* candidates) {
+  using Bits = typename Format::Bits;
+  const int64_t capacity = distinct_capacity(k);
+  int64_t count = 0;
+  Bits threshold = static_cast<Bits>(~Bits(0));
+  // Keeps the candidates with keys <= the (k+1)-th smallest; false if ties keep too many.
+  auto shrink = [&] {
+    libstdcxx_nth_element<WideOps>(candidates, candidates + k, candidates + count);
+    threshold = static_cast<Bits>(candidates[k].key);
+    int64_t kept = k + 1;
+    for (int64_t i = k + 1; i < count; ++i) {
+      if (candidates[i].key <= threshold) candidates[kept++] = candidates[i];
+    }
+    count = kept;
+    return count + kTopKBlock <= capacity;
+  };
+  int64_t i = 0;
+  for (; i < n; i += kTopKBlock) {
+    const int64_t m = std::min(kTopKBlock, n - i);
+    if (m == kTopKBlock && !may_hold(i, threshold)) continue;
+    // Appended without a branch per element (the room for a block is kept free): which elements
+    // pass is unpredictable early in the row.
+    for (int64_t j = 0; j < m; ++j) {
+      const Bits key = key_at(i + j);
+      candidates[count] = {key, static_cast<uint64_t>(i + j)};
+      count += key <= threshold;
+    }
+    if (count + kTopKBlock > capacity && !shrink()) return false;
+  }
+  libstdcxx_nth_element<WideOps>(candidates, candidates + k, candidates + count);
+  libstdcxx_introsort<WideOps>(candidates, k + 1);
+  for (int64_t j = 0; j < k; ++j) {
+    if (!(candidates[j].key < candidates[j + 1].key)) return false;
+  }
+  return true;
+}
+
+// libstdc++'s nth_element at k - 1 over the row's elements in `a`, then (sorted) std::sort of the
+// first k - 1.
+template <typename Ops>
+void topk_by_selection(typename Ops::Element* a, int64_t n, int64_t k, bool sorted) {
+  libstdcxx_nth_element<Ops>(a, a + k - 1, a + n);
+  if (sorted) libstdcxx_introsort<Ops>(a, k - 1);
+}
+
+template <typename Format, bool kDescending, typename Ops>
+void write_topk(const TopKJob& job, const Row<Format, kDescending>& row,
+                const typename Ops::Element* selected) {
+  using Bits = typename Format::Bits;
+  Bits* values = static_cast<Bits*>(job.row.values);
+  const int64_t k = job.k, vs = job.row.values_stride, is = job.row.indices_stride;
+  for (int64_t i = 0; i < k; ++i) {
+    const auto position = static_cast<int64_t>(Ops::position(selected[i]));
+    job.row.indices[i * is] = position;
+    values[i * vs] = topk_value<Format>(row.input(position));
+  }
+}
+
+template <typename Format, bool kDescending>
+void topk_row_typed(const TopKJob& job) {
+  using Bits = typename Format::Bits;
+  const Row<Format, kDescending> row{job.row};
+  const int64_t n = job.row.n, k = job.k;
+  if (k == 0) return;
+  const bool partial_sort = k * kTopKPartialSortRatio <= n;
+  auto* elements = reinterpret_cast<WideElement*>(job.row.buffer_a);
+  auto select = [&](const auto& key_at, const auto& may_hold) {
+    if ((partial_sort || job.sorted) && n >= kDistinctMinLength && distinct_capacity(k) <= n &&
+        topk_if_distinct<Format>(n, k, key_at, may_hold, elements)) {
+      return true;
+    }
+    if (!partial_sort) return false;
+    topk_by_heap<Format>(n, k, key_at, may_hold, elements);
+    return true;
+  };
+  auto select_by_keys = [&](const auto& key_at) {
+    return select(key_at, KeysBlockTest<Format, std::decay_t<decltype(key_at)>>{key_at});
+  };
+  bool selected;
+  if (job.row.input_stride != 1) {
+    selected = select_by_keys([&row](int64_t i) { return row.key(i); });
+  } else {
+    const Bits* in = static_cast<const Bits*>(job.row.input);
+    auto key_at = [in](int64_t i) { return sort_key<Format, kDescending>(in[i]); };
+    using Value = typename NativeValue<Format>::type;
+    if constexpr (std::is_void_v<Value>) {
+      selected = select_by_keys(key_at);
+    } else {
+      selected = select(key_at, ValuesBlockTest<Format, kDescending>{reinterpret_cast<const Value*>(in)});
+    }
+  }
+  if (selected) return write_topk<Format, kDescending, WideOps>(job, row, elements);
+  const KeyScan scan = scan_keys(row);
+  if (scan.hi - scan.lo <= kLowHalf) {
+    using ByKey = PackedOps<PackedOrder::kByKey>;
+    uint64_t* a = job.row.buffer_a;
+    fill_packed(row, scan.lo, a);
+    topk_by_selection<ByKey>(a, n, k, job.sorted);
+    write_topk<Format, kDescending, ByKey>(job, row, a);
+  } else if constexpr (Format::key_bits == 64) {
+    auto* a = reinterpret_cast<WideElement*>(job.row.buffer_a);
+    for (int64_t i = 0; i < n; ++i) a[i] = {row.key(i) - scan.lo, static_cast<uint64_t>(i)};
+    topk_by_selection<WideOps>(a, n, k, job.sorted);
+    write_topk<Format, kDescending, WideOps>(job, row, a);
+  }
+}
+
+void topk_row(const TopKJob& job) {
+  with_key_format(job.row, [&job]<typename Format, bool kDescending>() {
+    topk_row_typed<Format, kDescending>(job);
+  });
+}

@@ -1,0 +1,206 @@
+"""Differential tests of Kwker's topk against torch's own CPU kernel: values AND indices bit for bit
+(ties included), identical output shapes and strides, identical errors and warnings.
+
+torch.topk and Tensor.topk reach aten::topk / aten::topk.values, which Kwker overrides. The oracle
+is the same call under kto.disabled(). Every case runs on every ISA (the `isa` fixture).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sortdata
+from exactness import assert_same, run_both
+from sortdata import NAMES
+
+pytestmark = pytest.mark.usefixtures("native")
+
+TOPK_DTYPES = tuple(d for d in sortdata.DTYPES if d != torch.bool)
+MIN_ROW = 128  # rows at least this long (and 64 elements) are Kwker's own
+dtype_params = pytest.mark.parametrize("dtype", TOPK_DTYPES, ids=[NAMES[d] for d in TOPK_DTYPES])
+
+
+def ks_for(n: int) -> list[int]:
+    """k across [0, n], on both sides of torch's switch from partial_sort (k * 64 <= n) to nth_element."""
+    return sorted({k for k in (0, 1, 2, 3, n // 64, n // 64 + 1, n // 8, n // 2, n - 1, n) if 0 <= k <= n})
+
+
+def expect_served(x: torch.Tensor, k: int, dim: int) -> bool:
+    if x.dim() == 0 or not -x.dim() <= dim < x.dim():
+        return False
+    n = x.size(dim)
+    return 0 < k <= n and n >= MIN_ROW and x.numel() >= 64
+
+
+def check_topk(x, k, dim=-1, *, largest=True, sorted_=True, context=""):
+    both = run_both(lambda: torch.topk(x, k, dim=dim, largest=largest, sorted=sorted_))
+    what = f"{context} topk(x{tuple(x.shape)} {x.dtype}, k={k}, dim={dim}, largest={largest}, sorted={sorted_})"
+    assert_same(both, context=what)
+    if expect_served(x, k, dim):
+        assert both.served >= 1, f"{what}: Kwker did not serve (fallback reasons {both.reasons()})"
+    return both
+
+
+def check_all_variants(x, dim=-1, ks=None, context=""):
+    for k in ks if ks is not None else ks_for(x.size(dim)):
+        for largest in (True, False):
+            for sorted_ in (True, False):
+                check_topk(x, k, dim, largest=largest, sorted_=sorted_, context=context)
+
+
+@dtype_params
+@pytest.mark.parametrize("n", (128, 129, 640, 1000, 4097))
+def test_lengths_and_ks(isa, dtype, n):
+    for dist in ("random", "few", "equal"):
+        x = sortdata.make(dtype, (3, n), dist, seed=n)
+        check_all_variants(x, context=dist)
+
+
+@pytest.mark.parametrize("dtype,dist", [pytest.param(d, dist, id=f"{NAMES[d]}-{dist}")
+                                        for d in TOPK_DTYPES for dist in sortdata.applicable(d)])
+def test_distributions(isa, dtype, dist):
+    """Heavy ties (few distinct values, all equal, quantised), NaN payloads at random positions,
+    +-inf, -0.0/+0.0, subnormals, sorted and reversed rows."""
+    x = sortdata.make(dtype, (4, 700), dist, seed=7)
+    check_all_variants(x, ks=(1, 2, 10, 11, 50, 350, 700), context=dist)
+
+
+@pytest.mark.parametrize("dtype,dist", [
+    pytest.param(d, dist, id=f"{NAMES[d]}-{dist}")
+    for d in (torch.float32, torch.bfloat16, torch.float16, torch.int32)
+    for dist in ("random", "few", "nan_inf", "sorted") if dist in sortdata.applicable(d)])
+def test_vocabulary_rows(isa, dtype, dist):
+    """LLM sampling: one row of a vocabulary, k small."""
+    x = sortdata.make(dtype, (2, 128256), dist, seed=3)
+    check_all_variants(x, ks=(1, 2, 8, 50, 2004), context=dist)
+
+
+@pytest.mark.parametrize("dtype", (torch.int64, torch.float32, torch.bfloat16), ids=lambda d: NAMES[d])
+@pytest.mark.parametrize("layout", sortdata.LAYOUTS)
+@pytest.mark.parametrize("dim", (0, 1, -1))
+def test_layouts_and_dims(isa, dtype, layout, dim):
+    x = sortdata.make(dtype, (300, 200), "few", layout=layout, dim=dim, seed=11)
+    check_all_variants(x, dim, ks=(1, 3, 7, 100), context=layout)
+
+
+def test_three_dims_channels_last(isa):
+    x = torch.randn(2, 3, 150, 130).to(memory_format=torch.channels_last).round(decimals=1)
+    for dim in range(4):
+        check_all_variants(x, dim, ks=(1, 2, x.size(dim) // 2), context="channels_last")
+
+
+@pytest.mark.parametrize("shape,k,dim", [((), 1, 0), ((), 0, 0), ((), 1, -1), ((0,), 0, 0), ((5, 0), 0, 1),
+                                         ((0, 300), 3, 1), ((300, 0), 0, 0), ((1,), 1, 0), ((1, 300), 300, 1)])
+def test_degenerate_shapes(isa, shape, k, dim):
+    x = torch.randn(shape)
+    check_topk(x, k, dim)
+
+
+@pytest.mark.parametrize("k,dim", [(-1, -1), (301, -1), (1, 2), (1, -3)])
+def test_bad_arguments_raise_torch_errors(k, dim):
+    both = run_both(lambda: torch.topk(torch.randn(4, 300), k, dim=dim))
+    assert_same(both)
+    assert both.torch.__class__.__name__ == "Raised"
+
+
+@pytest.mark.parametrize("dtype", (torch.bool, torch.complex64, torch.uint16), ids=str)
+def test_other_dtypes_go_to_torch(dtype):
+    x = torch.ones(2, 300, dtype=dtype) if dtype != torch.complex64 else torch.randn(2, 300, dtype=dtype)
+    both = run_both(lambda: torch.topk(x, 3))
+    assert_same(both)
+    assert both.served == 0
+
+
+def _out_tensors(kind, x, k, dim):
+    shape = list(x.shape)
+    shape[dim] = k
+    if kind == "exact":
+        return torch.empty(shape, dtype=x.dtype), torch.empty(shape, dtype=torch.long)
+    if kind == "empty":
+        return torch.empty(0, dtype=x.dtype), torch.empty(0, dtype=torch.long)
+    if kind == "wrong_shape":  # non-empty, resized with torch's warning
+        return torch.empty(7, 3, dtype=x.dtype), torch.empty(7, 3, dtype=torch.long)
+    if kind == "transposed":  # the right shape, strides of their own: kept
+        return (torch.empty(shape[::-1], dtype=x.dtype).t(), torch.empty(shape[::-1], dtype=torch.long).t())
+    if kind == "wrong_dtype":
+        return torch.empty(shape, dtype=torch.float64), torch.empty(shape, dtype=torch.long)
+    if kind == "int32_indices":
+        return torch.empty(shape, dtype=x.dtype), torch.empty(shape, dtype=torch.int32)
+    if kind == "aliased":
+        values = torch.empty(shape, dtype=torch.long)
+        return values, values
+    raise AssertionError(kind)
+
+
+OUT_KINDS = ("exact", "empty", "wrong_shape", "transposed", "wrong_dtype", "int32_indices", "aliased")
+
+
+@pytest.mark.parametrize("kind", OUT_KINDS)
+@pytest.mark.parametrize("dtype", (torch.int64, torch.float32), ids=lambda d: NAMES[d])
+def test_out(isa, kind, dtype):
+    x = sortdata.make(dtype, (4, 640), "few", seed=5)
+    for k, dim in ((5, 1), (20, 1), (2, 0)):
+        def run():
+            values, indices = _out_tensors(kind, x, k, dim)
+            result = torch.topk(x, k, dim=dim, out=(values, indices))
+            return result, values, indices
+
+        both = run_both(run)
+        assert_same(both, context=f"out={kind} k={k} dim={dim}")
+        if kind in ("exact", "empty", "wrong_shape", "transposed") and dim == 1:
+            assert both.served >= 1, both.reasons()
+
+
+def test_autograd_through_topk(isa):
+    def run():
+        x = sortdata.make(torch.float64, (3, 500), "few", seed=9).requires_grad_()
+        values, _ = torch.topk(x, 20)
+        (values * torch.arange(20.0, dtype=torch.float64)).sum().backward()
+        return values.detach(), x.grad
+
+    assert_same(run_both(run))
+
+
+def test_scripted_and_compiled_calls_reach_kwker():
+    import kwker.torch_ops as kto
+
+    x = torch.randn(4, 1000)
+
+    @torch.jit.script
+    def scripted(t: torch.Tensor):
+        return torch.topk(t, 5)
+
+    compiled = torch.compile(lambda t: torch.topk(t, 5))
+    for fn in (scripted, compiled):
+        expected = fn(x)
+        before = kto.stats()["topk"]["kwker"]
+        with kto.accelerated():
+            actual = fn(x)
+        assert kto.stats()["topk"]["kwker"] > before
+        assert torch.equal(expected[0], actual[0]) and torch.equal(expected[1], actual[1])
+
+
+def test_threads_do_not_change_results(isa):
+    x = sortdata.make(torch.float32, (64, 3000), "few", seed=13)
+    threads = torch.get_num_threads()
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            check_all_variants(x, ks=(1, 40, 1500))
+    finally:
+        torch.set_num_threads(threads)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_hypothesis(isa, data):
+    dtype = data.draw(st.sampled_from(TOPK_DTYPES))
+    dist = data.draw(st.sampled_from(sortdata.applicable(dtype)))
+    n = data.draw(st.integers(MIN_ROW, 3000))
+    rows = data.draw(st.integers(1, 4))
+    x = sortdata.make(dtype, (rows, n), dist, seed=data.draw(st.integers(0, 2**16)))
+    k = data.draw(st.integers(0, n))
+    check_topk(x, k, largest=data.draw(st.booleans()), sorted_=data.draw(st.booleans()), context=dist)
