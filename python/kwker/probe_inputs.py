@@ -164,9 +164,10 @@ def sort_probe_inputs() -> list[ProbeInput]:
 # --- topk -------------------------------------------------------------------------------------------
 
 TOPK_DTYPES = SORT_DTYPES[1:]  # torch's topk rejects bool
-# Row lengths and ks on both sides of torch's switch from partial_sort (k * 64 <= n) to nth_element,
-# of the heap's 64-element blocks and of introselect's <= 3-element ranges.
-TOPK_LENGTHS = (8, 65, 640, 16384)
+# Row lengths (Kwker serves rows of 128 and more) and ks on both sides of torch's switch from
+# partial_sort (k * 64 <= n) to nth_element, of the heap's 64-element blocks and of the threshold
+# filter's 512-element minimum.
+TOPK_LENGTHS = (128, 640)
 
 
 def _topk_ks(length: int) -> list[int]:
@@ -204,11 +205,11 @@ def topk_probe_inputs() -> list[ProbeInput]:
     inputs = []
     for dtype in TOPK_DTYPES:
         inputs += _topk_inputs_for(dtype, "ties")
-        inputs += _topk_inputs_for(dtype, "random", lengths=(65, 640))
+        inputs += _topk_inputs_for(dtype, "random", lengths=(640,))
     for dtype in FLOAT_DTYPES:
-        inputs += _topk_inputs_for(dtype, "specials", lengths=(65, 640))
+        inputs += _topk_inputs_for(dtype, "specials", lengths=(640,))
     for dtype in (torch.int64, torch.float32):
-        inputs += _topk_inputs_for(dtype, "ties", layout="transposed", lengths=(65, 640))
+        inputs += _topk_inputs_for(dtype, "ties", layout="transposed", lengths=(640,))
         inputs += _topk_inputs_for(dtype, "ties", out=True, lengths=(640,))
     return inputs
 

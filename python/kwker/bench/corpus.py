@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 
 # The family modules, in the order their inputs are run and reported.
-FAMILY_MODULES = ("corpus_sort",)
+FAMILY_MODULES = ("corpus_sort", "corpus_topk")
 
 
 @dataclasses.dataclass(frozen=True)
