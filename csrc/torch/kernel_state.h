@@ -9,7 +9,7 @@
 
 namespace kwker::adapter {
 
-enum class Kernel : uint8_t { kSort, kAdam, kSgd, kTopk, kCount };
+enum class Kernel : uint8_t { kSort, kAdam, kSgd, kTopk, kKthvalue, kMedian, kCount };
 const char* kernel_name(Kernel k);
 
 // Why a call went to torch's own kernel.

@@ -58,6 +58,8 @@ constexpr KernelFamily kFamilies[] = {
     {"adam", nullptr},
     {"sgd", nullptr},
     {"topk", &register_topk_kernels},
+    {"kthvalue", &register_kthvalue_kernels},
+    {"median", &register_median_kernels},  // median and nanmedian
 };
 
 std::atomic<uint32_t> g_registered_kernels{0};  // bit k: Kernel k is registered
@@ -166,6 +168,8 @@ const char* kernel_name(Kernel k) {
     case Kernel::kAdam: return "adam";
     case Kernel::kSgd: return "sgd";
     case Kernel::kTopk: return "topk";
+    case Kernel::kKthvalue: return "kthvalue";
+    case Kernel::kMedian: return "median";
     case Kernel::kCount: break;
   }
   return "?";

@@ -8,5 +8,7 @@ namespace kwker::adapter {
 
 void register_sort_kernels(torch::Library& library);
 void register_topk_kernels(torch::Library& library);
+void register_kthvalue_kernels(torch::Library& library);
+void register_median_kernels(torch::Library& library);
 
 }  // namespace kwker::adapter

@@ -285,9 +285,69 @@ def sgd_probe_inputs() -> list[ProbeInput]:
     return _optim_probe_inputs(_SGD_CONFIGS)
 
 
+# --- kthvalue, median, nanmedian -------------------------------------------------------------------
+
+SELECT_DTYPES = SORT_DTYPES[1:]  # torch's kthvalue and median reject bool
+# Kwker serves rows of 16 and more and samples rows of 2048 and more.
+SELECT_LENGTHS = (16, 300, 3000)
+
+
+def _with_out(run: Callable, out: bool) -> Callable:
+    """run(x, out_tuple_or_None): called with fresh empty out= tensors when `out`."""
+    def call(x: torch.Tensor):
+        if not out:
+            return run(x, None)
+        return run(x, (torch.empty(0, dtype=x.dtype), torch.empty(0, dtype=torch.long)))
+
+    return call
+
+
+def _select_inputs_for(op: str, dtype: torch.dtype, data: str, layout: str = "contiguous", out: bool = False,
+                       lengths=SELECT_LENGTHS) -> list[ProbeInput]:
+    inputs = []
+    for length in lengths:
+        shape = (_rows(length), length) if _rows(length) > 1 else (length,)
+        if op == "kthvalue":
+            calls = {f"k={k}": (lambda k: lambda x, o: torch.kthvalue(x, k, dim=-1, out=o))(k)
+                     for k in sorted({1, length // 3 + 1, (length + 1) // 2, length})}
+        else:
+            fn = getattr(torch, op)
+            calls = {"dim=-1": lambda x, o, fn=fn: fn(x, dim=-1, out=o)}
+            if not out:
+                calls["all"] = lambda x, o, fn=fn: fn(x)
+        for what, run in calls.items():
+            name = f"{op} {_short(dtype)} {data} {'x'.join(map(str, shape))} {layout} {what}{' out=' if out else ''}"
+            inputs.append(ProbeInput(name, _sort_input(name, data, dtype, length, layout), _with_out(run, out)))
+    return inputs
+
+
+def _select_probe_inputs(ops: tuple[str, ...]) -> list[ProbeInput]:
+    inputs = []
+    for op in ops:
+        for dtype in SELECT_DTYPES:
+            inputs += _select_inputs_for(op, dtype, "ties")
+            inputs += _select_inputs_for(op, dtype, "random", lengths=(300, 3000))
+        for dtype in FLOAT_DTYPES:
+            inputs += _select_inputs_for(op, dtype, "specials", lengths=(300, 3000))
+        for dtype in (torch.int64, torch.float32):
+            inputs += _select_inputs_for(op, dtype, "ties", layout="transposed", lengths=(300,))
+            inputs += _select_inputs_for(op, dtype, "ties", out=True, lengths=(300,))
+    return inputs
+
+
+def kthvalue_probe_inputs() -> list[ProbeInput]:
+    return _select_probe_inputs(("kthvalue",))
+
+
+def median_probe_inputs() -> list[ProbeInput]:
+    return _select_probe_inputs(("median", "nanmedian"))
+
+
 PROBE_INPUTS: dict[str, Callable[[], list[ProbeInput]]] = {
     "sort": sort_probe_inputs,
     "topk": topk_probe_inputs,
+    "kthvalue": kthvalue_probe_inputs,
+    "median": median_probe_inputs,
     "adam": adam_probe_inputs,
     "sgd": sgd_probe_inputs,
 }

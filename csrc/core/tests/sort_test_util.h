@@ -167,6 +167,18 @@ inline double bits_to_double(uint64_t b) {
   return f;
 }
 
+// Element i of a dtype array, as zero-extended bits, and back.
+inline void store_element(DType d, void* base, int64_t i, uint64_t bits) {
+  std::memcpy(static_cast<char*>(base) + i * static_cast<int64_t>(kwker::dtype_size(d)), &bits,
+              kwker::dtype_size(d));
+}
+inline uint64_t load_element(DType d, const void* base, int64_t i) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, static_cast<const char*>(base) + i * static_cast<int64_t>(kwker::dtype_size(d)),
+              kwker::dtype_size(d));
+  return bits;
+}
+
 // ---- oracle -------------------------------------------------------------------------------------
 
 template <typename C>

@@ -92,17 +92,6 @@ uint64_t torch_topk_value(DType d, uint64_t bits) {
   return bits;
 }
 
-void store(DType d, void* base, int64_t i, uint64_t bits) {
-  std::memcpy(static_cast<char*>(base) + i * static_cast<int64_t>(kwker::dtype_size(d)), &bits,
-              kwker::dtype_size(d));
-}
-uint64_t load(DType d, const void* base, int64_t i) {
-  uint64_t bits = 0;
-  std::memcpy(&bits, static_cast<const char*>(base) + i * static_cast<int64_t>(kwker::dtype_size(d)),
-              kwker::dtype_size(d));
-  return bits;
-}
-
 constexpr int64_t kCanaries = 8;
 constexpr uint8_t kCanary = 0xA5;
 
@@ -113,7 +102,7 @@ bool check_topk(DType d, const std::vector<uint64_t>& data, int64_t k, bool larg
   const auto n = static_cast<int64_t>(data.size());
   const size_t size = kwker::dtype_size(d);
   std::vector<uint8_t> input(static_cast<size_t>(std::max<int64_t>(1, n * stride)) * size, 0);
-  for (int64_t i = 0; i < n; ++i) store(d, input.data(), i * stride, data[i]);
+  for (int64_t i = 0; i < n; ++i) store_element(d, input.data(), i * stride, data[i]);
   const int64_t out_span = k * out_stride + kCanaries;
   std::vector<uint8_t> values(static_cast<size_t>(out_span) * size, kCanary);
   std::vector<int64_t> indices(static_cast<size_t>(out_span));
@@ -136,7 +125,7 @@ bool check_topk(DType d, const std::vector<uint64_t>& data, int64_t k, bool larg
       ADD_FAILURE() << what << ": index " << i << " is " << got << ", torch " << expected[i];
       return false;
     }
-    if (load(d, values.data(), i * out_stride) != torch_topk_value(d, data[expected[i]])) {
+    if (load_element(d, values.data(), i * out_stride) != torch_topk_value(d, data[expected[i]])) {
       ADD_FAILURE() << what << ": value " << i << " differs from torch's";
       return false;
     }

@@ -1,15 +1,16 @@
-// sort_rows and topk_rows: split the rows over kwker::parallel_for and hand each to the ISA variant in
+// sort_rows, topk_rows and select_rows: split the rows over kwker::parallel_for and hand each to the ISA variant in
 // use.
 // Rows that run along a strided dim while neighbouring rows sit next to each other in memory (a sort
 // along dim 0 of a contiguous tensor) are sorted a tile of kTileRows at a time: the tile is copied to
-// contiguous rows, sorted, and copied back, so each cache line is read and written once, not once
-// per row.
+// contiguous rows, sorted (or selected from), and copied back, so each cache line is read and
+// written once, not once per row.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "kwker/cpu.h"
 #include "kwker/parallel.h"
+#include "kwker/select.h"
 #include "kwker/sort.h"
 #include "kwker/topk.h"
 #include "sort/row_cursor.h"
@@ -28,16 +29,19 @@ struct RowKernels {
   void (*sort_row)(const RowJob&);
   bool (*declines)(const RowJob&);
   void (*topk_row)(const sort_detail::TopKJob&);
+  void (*select_row)(const sort_detail::SelectJob&);
 };
 
 RowKernels row_kernels_for(Isa isa) {
   namespace sd = sort_detail;
   switch (isa) {
-    case Isa::kAvx512: return {&sd::avx512::sort_row, &sd::avx512::declines, &sd::avx512::topk_row};
-    case Isa::kAvx2: return {&sd::avx2::sort_row, &sd::avx2::declines, &sd::avx2::topk_row};
+    case Isa::kAvx512:
+      return {&sd::avx512::sort_row, &sd::avx512::declines, &sd::avx512::topk_row, &sd::avx512::select_row};
+    case Isa::kAvx2:
+      return {&sd::avx2::sort_row, &sd::avx2::declines, &sd::avx2::topk_row, &sd::avx2::select_row};
     case Isa::kScalar: break;
   }
-  return {&sd::scalar::sort_row, &sd::scalar::declines, &sd::scalar::topk_row};
+  return {&sd::scalar::sort_row, &sd::scalar::declines, &sd::scalar::topk_row, &sd::scalar::select_row};
 }
 
 constexpr int kTileRows = 16;
@@ -125,14 +129,36 @@ void copy_tile(size_t element_size, bool into_tile, void* tile, void* tensor, co
 // sparsemax-attn-transposed rows of 1024, feature-quantiles-dim0 rows of 4096 gain 2x).
 constexpr int64_t kMinTiledRowLength = 256;
 
-// Whether rows are better sorted in tiles: long strided rows whose neighbours are adjacent in memory.
-bool tiled(const SortRowsProblem& p) {
+// Whether rows are better handled in tiles: long strided rows whose neighbours are adjacent in memory.
+template <typename Problem>
+bool tiled(const Problem& p) {
   return p.input.row_stride != 1 && p.row_length >= kMinTiledRowLength && !p.outer_sizes.empty() &&
          p.outer_sizes.back() > 1 && p.input.outer_strides.back() == 1;
 }
 
-// Sorts rows [begin, end) a tile at a time: up to kTileRows consecutive rows whose inputs are
-// adjacent in memory.
+// Where the rows of one tile live.
+struct TileRows {
+  int count = 0;
+  int64_t input[kTileRows], values[kTileRows], indices[kTileRows];
+};
+
+// The next tile: up to kTileRows consecutive rows from the cursor's (row r) whose inputs are adjacent
+// in memory. Advances the cursor and r past them.
+template <typename Cursor>
+TileRows next_tile(Cursor& cursor, int64_t& r, int64_t end) {
+  TileRows tile;
+  do {
+    tile.input[tile.count] = cursor.input();
+    tile.values[tile.count] = cursor.values();
+    tile.indices[tile.count] = cursor.indices();
+    ++tile.count;
+    ++r;
+    cursor.next();
+  } while (tile.count < kTileRows && r < end && cursor.input() == tile.input[0] + tile.count);
+  return tile;
+}
+
+// Sorts rows [begin, end) a tile at a time.
 void sort_tiles(const SortRowsProblem& p, const RowKernels& kernels, Workspace& ws, int* ties_seen,
                 int64_t begin, int64_t end) {
   const size_t element_size = dtype_size(p.dtype);
@@ -141,26 +167,18 @@ void sort_tiles(const SortRowsProblem& p, const RowKernels& kernels, Workspace& 
   RowJob job = job_for(p, ws, ties_seen);
   job.input_stride = job.values_stride = job.indices_stride = 1;
   RowCursor cursor(p, begin);
-  int64_t input_offsets[kTileRows], values_offsets[kTileRows], indices_offsets[kTileRows];
   for (int64_t r = begin; r < end;) {
-    int rows = 0;
-    do {
-      input_offsets[rows] = cursor.input();
-      values_offsets[rows] = cursor.values();
-      indices_offsets[rows] = cursor.indices();
-      ++rows;
-      ++r;
-      cursor.next();
-    } while (rows < kTileRows && r < end && cursor.input() == input_offsets[0] + rows);
-    copy_tile(element_size, true, ws.tile_input.data(), p.input.data, input_offsets, rows, n, p.input.row_stride);
-    for (int t = 0; t < rows; ++t) {
+    const TileRows tile = next_tile(cursor, r, end);
+    copy_tile(element_size, true, ws.tile_input.data(), p.input.data, tile.input, tile.count, n, p.input.row_stride);
+    for (int t = 0; t < tile.count; ++t) {
       job.input = reinterpret_cast<char*>(ws.tile_input.data()) + t * n * static_cast<int64_t>(element_size);
       job.values = reinterpret_cast<char*>(ws.tile_values.data()) + t * n * static_cast<int64_t>(element_size);
       job.indices = reinterpret_cast<int64_t*>(ws.tile_indices.data()) + t * n;
       kernels.sort_row(job);
     }
-    copy_tile(element_size, false, ws.tile_values.data(), p.values.data, values_offsets, rows, n, p.values.row_stride);
-    copy_tile(sizeof(int64_t), false, ws.tile_indices.data(), p.indices.data, indices_offsets, rows, n,
+    copy_tile(element_size, false, ws.tile_values.data(), p.values.data, tile.values, tile.count, n,
+              p.values.row_stride);
+    copy_tile(sizeof(int64_t), false, ws.tile_indices.data(), p.indices.data, tile.indices, tile.count, n,
               p.indices.row_stride);
   }
 }
@@ -222,6 +240,87 @@ void topk_rows(const TopKRowsProblem& p) {
       kernels.topk_row(job);
     }
   });
+}
+
+namespace {
+
+sort_detail::SelectJob select_job_for(const SelectRowsProblem& p, Workspace& ws) {
+  sort_detail::SelectJob job{};
+  job.rule = p.rule;
+  job.k = p.k;
+  job.row.dtype = p.dtype;
+  job.row.order = SortOrder::kAscending;
+  job.row.n = p.row_length;
+  job.row.input_stride = p.input.row_stride;
+  job.row.buffer_a = ws.a.data() + kPad;
+  job.row.buffer_b = ws.b.data() + kPad;
+  return job;
+}
+
+}  // namespace
+
+void select_rows(const SelectRowsProblem& p) {
+  const int64_t rows = row_count(p);
+  if (rows == 0) return;
+  const RowKernels kernels = row_kernels_for(active_isa());
+  const int64_t grain = std::max<int64_t>(1, 32768 / p.row_length);
+  const size_t element_size = dtype_size(p.dtype);
+  const int64_t n = p.row_length;
+  const bool in_tiles = tiled(p);
+  parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    Workspace& ws = thread_workspace();
+    ws.reserve(n);
+    sort_detail::SelectJob job = select_job_for(p, ws);
+    auto point_outputs = [&](int64_t values_offset, int64_t indices_offset) {
+      job.row.values = element_at(p.values, element_size, values_offset);
+      job.row.indices = reinterpret_cast<int64_t*>(element_at(p.indices, sizeof(int64_t), indices_offset));
+    };
+    sort_detail::RowCursor<SelectRowsProblem> cursor(p, begin);
+    if (in_tiles) {
+      ws.reserve_tile(n);
+      job.row.input_stride = 1;
+      for (int64_t r = begin; r < end;) {
+        const TileRows tile = next_tile(cursor, r, end);
+        copy_tile(element_size, true, ws.tile_input.data(), p.input.data, tile.input, tile.count, n,
+                  p.input.row_stride);
+        for (int t = 0; t < tile.count; ++t) {
+          job.row.input = reinterpret_cast<char*>(ws.tile_input.data()) + t * n * static_cast<int64_t>(element_size);
+          point_outputs(tile.values[t], tile.indices[t]);
+          kernels.select_row(job);
+        }
+      }
+      return;
+    }
+    for (int64_t r = begin; r < end; ++r, cursor.next()) {
+      job.row.input = element_at(p.input, element_size, cursor.input());
+      point_outputs(cursor.values(), cursor.indices());
+      kernels.select_row(job);
+    }
+  });
+}
+
+bool median_of_all(DType dtype, bool ignore_nan, const void* data, int64_t n, void* value) {
+  Workspace& ws = thread_workspace();
+  ws.reserve(n);
+  const int64_t no_strides[1] = {0};
+  SelectRowsProblem p{};
+  p.dtype = dtype;
+  p.rule = ignore_nan ? SelectRule::kNanMedian : SelectRule::kMedian;
+  p.row_length = n;
+  p.input = {const_cast<void*>(data), 1, std::span<const int64_t>(no_strides, 0)};
+  sort_detail::SelectJob job = select_job_for(p, ws);
+  alignas(8) unsigned char answer[8];
+  int64_t index;
+  bool ambiguous = false;
+  job.whole = true;
+  job.ambiguous = &ambiguous;
+  job.row.input = data;
+  job.row.values = answer;
+  job.row.indices = &index;
+  row_kernels_for(active_isa()).select_row(job);
+  if (ambiguous) return false;
+  std::memcpy(value, answer, dtype_size(dtype));
+  return true;
 }
 
 }  // namespace kwker

@@ -1,8 +1,9 @@
-// The sort and topk compiled for avx512: see sort_row-inl.h and topk_row-inl.h (algorithms) and simd-inl.h
-// (the ISA-specific part).
+// The sort, topk and select compiled for avx512: see sort_row-inl.h, topk_row-inl.h and
+// select_row-inl.h (algorithms) and simd-inl.h (the ISA-specific part).
 #define KWKER_ISA_AVX512 1
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -14,4 +15,5 @@
 namespace kwker::sort_detail::avx512 {
 #include "sort/sort_row-inl.h"
 #include "sort/topk_row-inl.h"
+#include "sort/select_row-inl.h"
 }  // namespace kwker::sort_detail::avx512

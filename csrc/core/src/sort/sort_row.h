@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "kwker/select.h"
 #include "kwker/sort.h"
 
 namespace kwker::sort_detail {
@@ -37,22 +38,37 @@ struct TopKJob {
   bool sorted;
 };
 
+// One row of a select (kwker/select.h): `row` as for an ascending sort, except that values and
+// indices receive one element. `whole`: torch's median()/nanmedian() of a whole tensor, whose NaN
+// answer is the type's quiet NaN and whose index is not used; `ambiguous` is then set when torch's
+// value bits depend on its algorithm.
+struct SelectJob {
+  RowJob row;
+  SelectRule rule;
+  int64_t k;
+  bool whole;
+  bool* ambiguous;
+};
+
 // sort_row sorts the job's row; declines says whether Kwker leaves a row like it to torch
-// (see kwker::sort_rows); topk_row selects (see kwker::topk_rows).
+// (see kwker::sort_rows); topk_row selects (see kwker::topk_rows); select_row picks one element (see kwker::select_rows).
 namespace scalar {
 void sort_row(const RowJob& job);
 bool declines(const RowJob& job);
 void topk_row(const TopKJob& job);
+void select_row(const SelectJob& job);
 }  // namespace scalar
 namespace avx2 {
 void sort_row(const RowJob& job);
 bool declines(const RowJob& job);
 void topk_row(const TopKJob& job);
+void select_row(const SelectJob& job);
 }  // namespace avx2
 namespace avx512 {
 void sort_row(const RowJob& job);
 bool declines(const RowJob& job);
 void topk_row(const TopKJob& job);
+void select_row(const SelectJob& job);
 }  // namespace avx512
 
 }  // namespace kwker::sort_detail

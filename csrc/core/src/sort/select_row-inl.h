@@ -1,0 +1,263 @@
+// One row of a kthvalue, median or nanmedian (kwker/select.h), compiled once per ISA (included inside
+// namespace kwker::sort_detail::<isa>, after sort_row-inl.h).
+//
+// Algorithm. Every rule asks for the element of some rank r in the order of canonical keys
+// (sort_keys.h: torch's comparisons), positions breaking ties. That element is found without
+// sorting:
+//  - Long rows: an evenly spaced sample of s keys gives two keys that bracket rank r with high
+//    probability; one pass keeps the (key, position) of every element between them, in row order, and
+//    counts those below. If the bracket missed, the pass is redone keeping everything.
+//  - The kept candidates go through an nth_element by key (any correct one: only the key at the rank
+//    is used), which gives the key K of rank r. The candidates below rank r with key K say how many
+//    elements with key K come before the answer in (key, position) order; the answer is the element
+//    with key K at that place in row order.
+// Which element torch picks, and why the above is it:
+//  - median: a total order (value, then index), so the element of rank (n - 1) / 2 is unique; a NaN
+//    row gives its first NaN.
+//  - nanmedian: the same among the numbers; a row of NaNs only gives what libstdc++'s nth_element
+//    leaves at the front of equal elements: replayed (introsort-inl.h).
+//  - kthvalue: torch's quickselect has no tie-break. When K is the key of one element only, every
+//    correct selection returns that element; otherwise torch's quickselect is replayed step for step.
+// Cost: about two passes over the row plus O(s log s + n / sqrt(s)) for the sample and candidates.
+
+// Rows shorter than this keep every element as a candidate: the sample costs more than it saves.
+inline constexpr int64_t kSampledMinLength = 2048;
+
+struct RankedElement {
+  uint64_t key;
+  int64_t position;
+  int64_t equal_keys;  // elements of the row with this key
+};
+
+// The element of rank r (0-based, in (key, position) order) among `count` candidates, which hold,
+// in row order, every element of the row with the answer's key. `scratch` holds `count` uint64.
+inline RankedElement rank_among(WideElement* c, int64_t count, int64_t r, uint64_t* scratch) {
+  libstdcxx_nth_element<WideOps>(c, c + r, c + count);
+  const uint64_t key = c[r].key;
+  // Every candidate before r has a key <= K, every one after a key >= K.
+  int64_t before = 0, after = 0;
+  for (int64_t j = 0; j < r; ++j) before += c[j].key == key;
+  for (int64_t j = r; j < count; ++j) after += c[j].key == key;
+  const int64_t equal = before + after;
+  if (equal == 1) return {key, static_cast<int64_t>(c[r].position), 1};
+  // The answer is the `before`-th (0-based) element with key K by position.
+  int64_t m = 0;
+  for (int64_t j = 0; j < count; ++j) {
+    scratch[m] = c[j].position;
+    m += c[j].key == key;
+  }
+  // Positions are unique: compared as whole integers.
+  libstdcxx_nth_element<PackedOps<PackedOrder::kByElement>>(scratch, scratch + before, scratch + equal);
+  return {key, static_cast<int64_t>(scratch[before]), equal};
+}
+
+// Sample size for a row of n: about n^(2/3) / 2, which balances sorting the sample against
+// selecting among the n / sqrt(s) candidates the bracket keeps.
+inline int64_t sample_size(int64_t n) {
+  const double root = std::cbrt(static_cast<double>(n));
+  const auto s = static_cast<int64_t>(root * root / 2);
+  return s < 64 ? 64 : s > 65536 ? 65536 : s;
+}
+
+// The element of rank r of the row's n keys; `key_at(i)` gives key i. Uses both work buffers.
+template <typename Bits, typename KeyAt>
+RankedElement rank_select(int64_t n, int64_t r, const KeyAt& key_at, const RowJob& job) {
+  auto* c = reinterpret_cast<WideElement*>(job.buffer_a);
+  uint64_t* scratch = job.buffer_b;
+  Bits lo = 0, hi = static_cast<Bits>(~Bits(0));
+  if (n >= kSampledMinLength) {
+    const int64_t s = sample_size(n);
+    // (key, sample index) pairs: by-key selection allows equal keys.
+    auto* sample = reinterpret_cast<WideElement*>(scratch);
+    for (int64_t j = 0; j < s; ++j) sample[j] = {key_at(j * n / s), static_cast<uint64_t>(j)};
+    // Sample ranks 2 sqrt(s) (four standard deviations) either side of where rank r falls.
+    const int64_t spread = static_cast<int64_t>(2 * std::sqrt(static_cast<double>(s))) + 1;
+    const int64_t at = r * s / n, lo_rank = at - spread, hi_rank = at + spread;
+    if (hi_rank < s) {
+      libstdcxx_nth_element<WideOps>(sample, sample + hi_rank, sample + s);
+      hi = static_cast<Bits>(sample[hi_rank].key);
+    }
+    if (lo_rank >= 0) {
+      libstdcxx_nth_element<WideOps>(sample, sample + lo_rank, sample + std::min(s, hi_rank));
+      lo = static_cast<Bits>(sample[lo_rank].key);
+    }
+  }
+  // Kept without a branch per element: whether one is kept is unpredictable.
+  const Bits width = static_cast<Bits>(hi - lo);
+  int64_t count = 0, below = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const Bits key = key_at(i);
+    c[count] = {key, static_cast<uint64_t>(i)};
+    count += static_cast<Bits>(key - lo) <= width;
+    below += key < lo;
+  }
+  if (below > r || below + count <= r) {  // the bracket missed: keep everything
+    for (int64_t i = 0; i < n; ++i) c[i] = {key_at(i), static_cast<uint64_t>(i)};
+    count = n;
+    below = 0;
+  }
+  return rank_among(c, count, r - below, scratch);
+}
+
+// The row's NaNs: how many, and where the first is (-1: none). Float formats only.
+struct NanScan {
+  int64_t count = 0;
+  int64_t first = -1;
+};
+
+template <typename Bits, typename KeyAt>
+NanScan scan_nans(int64_t n, const KeyAt& key_at) {
+  constexpr Bits kNanKey = static_cast<Bits>(~Bits(0));  // every NaN's ascending key
+  constexpr int64_t kBlock = 64;
+  NanScan scan;
+  for (int64_t start = 0; start < n; start += kBlock) {
+    const int64_t end = std::min(n, start + kBlock);
+    int64_t nans = 0;  // a count, not a boolean OR: integer sums vectorise
+    for (int64_t i = start; i < end; ++i) nans += key_at(i) == kNanKey;
+    if (nans != 0 && scan.first < 0) {
+      for (int64_t i = start; scan.first < 0; ++i) {
+        if (key_at(i) == kNanKey) scan.first = i;
+      }
+    }
+    scan.count += nans;
+  }
+  return scan;
+}
+
+// torch's kthvalue quickselect (Sorting.cpp quick_select_template, after Sedgewick 1978) on elements
+// ordered by Ops::less, literally: the element it leaves at position t is torch's answer.
+template <typename Ops, typename E>
+void sedgewick_select(E* a, int64_t n, int64_t t) {
+  auto greater = [](const E& x, const E& y) { return Ops::less(y, x); };
+  int64_t lo = 0, hi = n - 1;
+  while (hi > lo) {
+    if (hi == lo + 1) {
+      if (greater(a[lo], a[hi])) swap_values(a[lo], a[hi]);
+      return;
+    }
+    swap_values(a[(lo + hi) >> 1], a[lo + 1]);
+    if (greater(a[lo + 1], a[hi])) swap_values(a[lo + 1], a[hi]);
+    if (greater(a[lo], a[hi])) swap_values(a[lo], a[hi]);
+    if (greater(a[lo + 1], a[lo])) swap_values(a[lo + 1], a[lo]);
+    int64_t i = lo + 1, j = hi;
+    const E pivot = a[lo];
+    while (true) {
+      do ++i; while (greater(pivot, a[i]));
+      do --j; while (greater(a[j], pivot));
+      if (j < i) break;
+      swap_values(a[i], a[j]);
+    }
+    swap_values(a[lo], a[j]);
+    if (j <= t) lo = i;
+    if (j >= t) hi = j - 1;
+  }
+}
+
+// torch's kthvalue position for a row with equal keys at rank t: its quickselect, replayed.
+template <typename Format>
+int64_t kthvalue_by_quickselect(const Row<Format, false>& row, int64_t t) {
+  const RowJob& job = row.job;
+  const int64_t n = job.n;
+  const KeyScan scan = scan_keys(row);
+  if (scan.hi - scan.lo <= kLowHalf) {
+    using ByKey = PackedOps<PackedOrder::kByKey>;
+    uint64_t* a = job.buffer_a;
+    fill_packed(row, scan.lo, a);
+    sedgewick_select<ByKey>(a, n, t);
+    return static_cast<int64_t>(ByKey::position(a[t]));
+  }
+  auto* a = reinterpret_cast<WideElement*>(job.buffer_a);
+  for (int64_t i = 0; i < n; ++i) a[i] = {row.key(i) - scan.lo, static_cast<uint64_t>(i)};
+  sedgewick_select<WideOps>(a, n, t);
+  return static_cast<int64_t>(a[t].position);
+}
+
+// Where libstdc++'s nth_element leaves the first of n equal elements (torch's nanmedian of NaNs).
+inline int64_t first_after_nth_element_of_equals(int64_t n, uint64_t* a) {
+  for (int64_t i = 0; i < n; ++i) a[i] = static_cast<uint64_t>(i);  // all keys 0
+  using ByKey = PackedOps<PackedOrder::kByKey>;
+  libstdcxx_nth_element<ByKey>(a, a, a + n);
+  return static_cast<int64_t>(ByKey::position(a[0]));
+}
+
+template <typename Format>
+constexpr typename Format::Bits quiet_nan_bits() {
+  return static_cast<typename Format::Bits>(Format::inf_bits | (Format::inf_bits >> 1));
+}
+
+// Whether the row holds both -0.0 and +0.0 (whose keys are equal).
+template <typename Format>
+bool has_both_zeros(const Row<Format, false>& row) {
+  using Bits = typename Format::Bits;
+  constexpr Bits sign = Bits(Bits(1) << (Format::key_bits - 1));
+  int64_t positive = 0, negative = 0;
+  for (int64_t i = 0; i < row.job.n; ++i) {
+    const Bits b = row.input(i);
+    positive += b == 0;
+    negative += b == sign;
+  }
+  return positive != 0 && negative != 0;
+}
+
+template <typename Format>
+void select_row_typed(const SelectJob& job) {
+  using Bits = typename Format::Bits;
+  constexpr bool kFloat = Format::kind == KeyKind::kFloat;
+  const Row<Format, false> row{job.row};
+  const int64_t n = job.row.n;
+  Bits* value = static_cast<Bits*>(job.row.values);
+  auto answer = [&](int64_t position) {
+    *value = row.input(position);
+    *job.row.indices = position;
+  };
+  auto run = [&](const auto& key_at) {
+    int64_t rank;
+    if constexpr (kFloat) {
+      if (job.rule != SelectRule::kKthValue) {
+        const NanScan nans = scan_nans<Bits>(n, key_at);
+        if (job.rule == SelectRule::kMedian && nans.first >= 0) {
+          if (job.whole) {
+            *value = quiet_nan_bits<Format>();
+          } else {
+            answer(nans.first);
+          }
+          return;
+        }
+        if (nans.count == n) {  // nanmedian of NaNs only
+          const int64_t position = first_after_nth_element_of_equals(n, job.row.buffer_a);
+          if (job.whole) {
+            const Bits first = row.input(0);
+            for (int64_t i = 1; i < n; ++i) *job.ambiguous |= row.input(i) != first;
+          }
+          return answer(position);
+        }
+        rank = (n - nans.count - 1) / 2;
+      } else {
+        rank = job.k - 1;
+      }
+    } else {
+      rank = job.rule == SelectRule::kKthValue ? job.k - 1 : (n - 1) / 2;
+    }
+    const RankedElement e = rank_select<Bits>(n, rank, key_at, job.row);
+    if (job.rule == SelectRule::kKthValue && e.equal_keys > 1) {
+      return answer(kthvalue_by_quickselect(row, rank));
+    }
+    if constexpr (kFloat) {
+      constexpr Bits kZeroKey = Bits(Bits(1) << (Format::key_bits - 1));
+      if (job.whole && e.key == kZeroKey && e.equal_keys > 1) *job.ambiguous |= has_both_zeros(row);
+    }
+    answer(e.position);
+  };
+  if (job.row.input_stride == 1) {
+    const Bits* in = static_cast<const Bits*>(job.row.input);
+    run([in](int64_t i) { return sort_key<Format, false>(in[i]); });
+  } else {
+    run([&row](int64_t i) { return row.key(i); });
+  }
+}
+
+void select_row(const SelectJob& job) {
+  with_key_format(job.row, [&job]<typename Format, bool kDescending>() {
+    if constexpr (!kDescending) select_row_typed<Format>(job);
+  });
+}
