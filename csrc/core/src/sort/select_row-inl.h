@@ -26,11 +26,12 @@ inline constexpr int64_t kSampledMinLength = 2048;
 struct RankedElement {
   uint64_t key;
   int64_t position;
-  int64_t equal_keys;  // elements of the row with this key
+  int64_t equal_keys;  // elements of the row with this key (counted only when asked for)
 };
 
-// The element of rank r (0-based, in (key, position) order) among `count` candidates, which hold,
-// in row order, every element of the row with the answer's key. `scratch` holds `count` uint64.
+// The element of rank r (0-based, in (key, position) order) among `count` (key, position)
+// candidates, which hold, in row order, every element of the row with the answer's key. `scratch`
+// holds `count` uint64.
 inline RankedElement rank_among(WideElement* c, int64_t count, int64_t r, uint64_t* scratch) {
   libstdcxx_nth_element<WideOps>(c, c + r, c + count);
   const uint64_t key = c[r].key;
@@ -51,7 +52,19 @@ inline RankedElement rank_among(WideElement* c, int64_t count, int64_t r, uint64
   return {key, static_cast<int64_t>(scratch[before]), equal};
 }
 
-// Sample size for a row of n: about n^(2/3) / 2, which balances sorting the sample against
+// The same for keys of up to 32 bits, packed (key << 32 | position): unique integers whose order is
+// (key, position) order, so the packed element of rank r is the answer.
+inline RankedElement rank_among(uint64_t* c, int64_t count, int64_t r, bool count_equal) {
+  libstdcxx_nth_element<PackedOps<PackedOrder::kByElement>>(c, c + r, c + count);
+  const uint64_t key = c[r] >> 32;
+  int64_t equal = 0;
+  if (count_equal) {
+    for (int64_t j = 0; j < count; ++j) equal += (c[j] >> 32) == key;
+  }
+  return {key, static_cast<int64_t>(c[r] & kLowHalf), equal};
+}
+
+// Sample size for a row of n: about n^(2/3) / 2, which balances selecting in the sample against
 // selecting among the n / sqrt(s) candidates the bracket keeps.
 inline int64_t sample_size(int64_t n) {
   const double root = std::cbrt(static_cast<double>(n));
@@ -59,44 +72,62 @@ inline int64_t sample_size(int64_t n) {
   return s < 64 ? 64 : s > 65536 ? 65536 : s;
 }
 
-// The element of rank r of the row's n keys; `key_at(i)` gives key i. Uses both work buffers.
+// Keys [lo, hi] that likely hold rank r of the row's n keys: sample ranks 2 sqrt(s) (four standard
+// deviations) either side of where rank r falls in an evenly spaced sample. Short rows: all keys.
 template <typename Bits, typename KeyAt>
-RankedElement rank_select(int64_t n, int64_t r, const KeyAt& key_at, const RowJob& job) {
-  auto* c = reinterpret_cast<WideElement*>(job.buffer_a);
-  uint64_t* scratch = job.buffer_b;
+std::pair<Bits, Bits> bracket(int64_t n, int64_t r, const KeyAt& key_at, WideElement* sample) {
   Bits lo = 0, hi = static_cast<Bits>(~Bits(0));
-  if (n >= kSampledMinLength) {
-    const int64_t s = sample_size(n);
-    // (key, sample index) pairs: by-key selection allows equal keys.
-    auto* sample = reinterpret_cast<WideElement*>(scratch);
-    for (int64_t j = 0; j < s; ++j) sample[j] = {key_at(j * n / s), static_cast<uint64_t>(j)};
-    // Sample ranks 2 sqrt(s) (four standard deviations) either side of where rank r falls.
-    const int64_t spread = static_cast<int64_t>(2 * std::sqrt(static_cast<double>(s))) + 1;
-    const int64_t at = r * s / n, lo_rank = at - spread, hi_rank = at + spread;
-    if (hi_rank < s) {
-      libstdcxx_nth_element<WideOps>(sample, sample + hi_rank, sample + s);
-      hi = static_cast<Bits>(sample[hi_rank].key);
-    }
-    if (lo_rank >= 0) {
-      libstdcxx_nth_element<WideOps>(sample, sample + lo_rank, sample + std::min(s, hi_rank));
-      lo = static_cast<Bits>(sample[lo_rank].key);
-    }
+  if (n < kSampledMinLength) return {lo, hi};
+  const int64_t s = sample_size(n);
+  // (key, sample index) pairs: by-key selection allows equal keys.
+  for (int64_t j = 0; j < s; ++j) sample[j] = {key_at(j * n / s), static_cast<uint64_t>(j)};
+  const int64_t spread = static_cast<int64_t>(2 * std::sqrt(static_cast<double>(s))) + 1;
+  const int64_t at = r * s / n, lo_rank = at - spread, hi_rank = at + spread;
+  if (hi_rank < s) {
+    libstdcxx_nth_element<WideOps>(sample, sample + hi_rank, sample + s);
+    hi = static_cast<Bits>(sample[hi_rank].key);
   }
+  if (lo_rank >= 0) {
+    libstdcxx_nth_element<WideOps>(sample, sample + lo_rank, sample + std::min(s, hi_rank));
+    lo = static_cast<Bits>(sample[lo_rank].key);
+  }
+  return {lo, hi};
+}
+
+// The element of rank r of the row's n keys; `key_at(i)` gives key i. Uses both work buffers.
+// equal_keys is counted for 64-bit keys always, for narrower ones only if `count_equal` (else 0).
+template <typename Bits, typename KeyAt>
+RankedElement rank_select(int64_t n, int64_t r, const KeyAt& key_at, const RowJob& job, bool count_equal) {
+  constexpr bool kPacked = sizeof(Bits) <= 4;
+  using Candidate = std::conditional_t<kPacked, uint64_t, WideElement>;
+  auto candidate = [](Bits key, int64_t i) {
+    if constexpr (kPacked) {
+      return Candidate{(uint64_t{key} << 32) | static_cast<uint64_t>(i)};
+    } else {
+      return Candidate{key, static_cast<uint64_t>(i)};
+    }
+  };
+  auto* c = reinterpret_cast<Candidate*>(job.buffer_a);
+  const auto [lo, hi] = bracket<Bits>(n, r, key_at, reinterpret_cast<WideElement*>(job.buffer_b));
   // Kept without a branch per element: whether one is kept is unpredictable.
   const Bits width = static_cast<Bits>(hi - lo);
   int64_t count = 0, below = 0;
   for (int64_t i = 0; i < n; ++i) {
     const Bits key = key_at(i);
-    c[count] = {key, static_cast<uint64_t>(i)};
+    c[count] = candidate(key, i);
     count += static_cast<Bits>(key - lo) <= width;
     below += key < lo;
   }
   if (below > r || below + count <= r) {  // the bracket missed: keep everything
-    for (int64_t i = 0; i < n; ++i) c[i] = {key_at(i), static_cast<uint64_t>(i)};
+    for (int64_t i = 0; i < n; ++i) c[i] = candidate(key_at(i), i);
     count = n;
     below = 0;
   }
-  return rank_among(c, count, r - below, scratch);
+  if constexpr (kPacked) {
+    return rank_among(c, count, r - below, count_equal);
+  } else {
+    return rank_among(c, count, r - below, job.buffer_b);
+  }
 }
 
 // The row's NaNs: how many, and where the first is (-1: none). Float formats only.
@@ -238,13 +269,13 @@ void select_row_typed(const SelectJob& job) {
     } else {
       rank = job.rule == SelectRule::kKthValue ? job.k - 1 : (n - 1) / 2;
     }
-    const RankedElement e = rank_select<Bits>(n, rank, key_at, job.row);
+    const RankedElement e = rank_select<Bits>(n, rank, key_at, job.row, job.rule == SelectRule::kKthValue);
     if (job.rule == SelectRule::kKthValue && e.equal_keys > 1) {
       return answer(kthvalue_by_quickselect(row, rank));
     }
     if constexpr (kFloat) {
       constexpr Bits kZeroKey = Bits(Bits(1) << (Format::key_bits - 1));
-      if (job.whole && e.key == kZeroKey && e.equal_keys > 1) *job.ambiguous |= has_both_zeros(row);
+      if (job.whole && e.key == kZeroKey) *job.ambiguous |= has_both_zeros(row);
     }
     answer(e.position);
   };
