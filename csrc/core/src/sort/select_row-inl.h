@@ -52,10 +52,45 @@ inline RankedElement rank_among(WideElement* c, int64_t count, int64_t r, uint64
   return {key, static_cast<int64_t>(scratch[before]), equal};
 }
 
+// Moves the element of rank r of n distinct integers to a[r] (no replay: any correct selection
+// gives the same element). Quickselect whose partition (Lomuto's, swapping unconditionally) has no
+// data-dependent branch, pivots the median of three; ranges of <= 16 finish in a sorting leaf.
+inline void select_distinct(uint64_t* a, int64_t n, int64_t r) {
+  int64_t lo = 0, hi = n;  // a[r] lies in [lo, hi)
+  int rounds = 2 * introsort_depth_limit(n);
+  while (hi - lo > kIntrosortThreshold) {
+    if (rounds-- == 0) {  // unlucky pivots: the introselect's worst case bound instead
+      libstdcxx_nth_element<PackedOps<PackedOrder::kByElement>>(a + lo, a + r, a + hi);
+      return;
+    }
+    uint64_t* first = a + lo;
+    const int64_t len = hi - lo;
+    uint64_t* mid = first + len / 2;
+    move_median_to_first<PackedOps<PackedOrder::kByElement>>(first + len - 1, first, mid, first + len - 2);
+    const uint64_t pivot = first[len - 1];
+    int64_t below = 0;
+    for (int64_t i = 0; i < len - 1; ++i) {
+      const uint64_t x = first[i];
+      first[i] = first[below];
+      first[below] = x;
+      below += x < pivot;
+    }
+    swap_values(first[below], first[len - 1]);  // the pivot at its rank
+    const int64_t at = lo + below;
+    if (at == r) return;
+    if (at < r) {
+      lo = at + 1;
+    } else {
+      hi = at;
+    }
+  }
+  PackedOps<PackedOrder::kByElement>::sort_leaf(a + lo, a + hi);
+}
+
 // The same for keys of up to 32 bits, packed (key << 32 | position): unique integers whose order is
 // (key, position) order, so the packed element of rank r is the answer.
 inline RankedElement rank_among(uint64_t* c, int64_t count, int64_t r, bool count_equal) {
-  libstdcxx_nth_element<PackedOps<PackedOrder::kByElement>>(c, c + r, c + count);
+  select_distinct(c, count, r);
   const uint64_t key = c[r] >> 32;
   int64_t equal = 0;
   if (count_equal) {
@@ -136,18 +171,26 @@ struct NanScan {
   int64_t first = -1;
 };
 
-template <typename Bits, typename KeyAt>
-NanScan scan_nans(int64_t n, const KeyAt& key_at) {
-  constexpr Bits kNanKey = static_cast<Bits>(~Bits(0));  // every NaN's ascending key
-  constexpr int64_t kBlock = 64;
+template <typename Format>
+NanScan scan_nans(const Row<Format, false>& row) {
+  using Bits = typename Format::Bits;
+  constexpr Bits kMagnitude = static_cast<Bits>(static_cast<Bits>(~Bits(0)) >> 1);
+  constexpr int64_t kBlock = 256;
+  const int64_t n = row.job.n;
+  const Bits* in = static_cast<const Bits*>(row.job.input);
+  const bool contiguous = row.job.input_stride == 1;
   NanScan scan;
   for (int64_t start = 0; start < n; start += kBlock) {
     const int64_t end = std::min(n, start + kBlock);
-    int64_t nans = 0;  // a count, not a boolean OR: integer sums vectorise
-    for (int64_t i = start; i < end; ++i) nans += key_at(i) == kNanKey;
+    int64_t nans = 0;  // a count of raw-bit tests, not a boolean OR: it vectorises
+    if (contiguous) {
+      for (int64_t i = start; i < end; ++i) nans += static_cast<Bits>(in[i] & kMagnitude) > Format::inf_bits;
+    } else {
+      for (int64_t i = start; i < end; ++i) nans += static_cast<Bits>(row.input(i) & kMagnitude) > Format::inf_bits;
+    }
     if (nans != 0 && scan.first < 0) {
       for (int64_t i = start; scan.first < 0; ++i) {
-        if (key_at(i) == kNanKey) scan.first = i;
+        if (static_cast<Bits>(row.input(i) & kMagnitude) > Format::inf_bits) scan.first = i;
       }
     }
     scan.count += nans;
@@ -245,7 +288,7 @@ void select_row_typed(const SelectJob& job) {
     int64_t rank;
     if constexpr (kFloat) {
       if (job.rule != SelectRule::kKthValue) {
-        const NanScan nans = scan_nans<Bits>(n, key_at);
+        const NanScan nans = scan_nans(row);
         if (job.rule == SelectRule::kMedian && nans.first >= 0) {
           if (job.whole) {
             *value = quiet_nan_bits<Format>();
