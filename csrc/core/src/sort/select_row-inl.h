@@ -52,51 +52,69 @@ inline RankedElement rank_among(WideElement* c, int64_t count, int64_t r, uint64
   return {key, static_cast<int64_t>(scratch[before]), equal};
 }
 
-// Moves the element of rank r of n distinct integers to a[r] (no replay: any correct selection
-// gives the same element). Quickselect whose partition (Lomuto's, swapping unconditionally) has no
-// data-dependent branch, pivots the median of three; ranges of <= 16 finish in a sorting leaf.
-inline void select_distinct(uint64_t* a, int64_t n, int64_t r) {
-  int64_t lo = 0, hi = n;  // a[r] lies in [lo, hi)
+// The element of rank r of n distinct integers (no replay: any correct selection gives the same
+// element). Quickselect that partitions out of place with vector compares (partition_below), a and
+// `scratch` (2n + 16 elements each) taking turns as source and destination; the pivot is the median
+// of three, so each round removes at least one element. Short ranges finish in place: a quickselect
+// whose partition (Lomuto's, swapping unconditionally) has no data-dependent branch, then a sorting
+// leaf.
+inline uint64_t select_distinct(uint64_t* a, int64_t n, int64_t r, uint64_t* scratch) {
+  using ByValue = PackedOps<PackedOrder::kByElement>;
+  constexpr int64_t kOutOfPlaceMinLength = 256;
+  uint64_t* src = a;
+  uint64_t* dst = scratch;
+  while (n > kOutOfPlaceMinLength) {
+    const uint64_t x = src[0], y = src[n / 2], z = src[n - 1];
+    const uint64_t pivot = std::max(std::min(x, y), std::min(std::max(x, y), z));
+    const int64_t below = partition_below(src, n, pivot, dst, dst + n + 8);
+    uint64_t* const next_dst = src == a ? a : scratch;
+    if (r < below) {
+      src = dst;
+      n = below;
+    } else {
+      src = dst + (n + 8);
+      r -= below;
+      n -= below;
+    }
+    dst = next_dst;
+  }
   int rounds = 2 * introsort_depth_limit(n);
+  int64_t lo = 0, hi = n;  // src[r] lies in [lo, hi)
   while (hi - lo > kIntrosortThreshold) {
     if (rounds-- == 0) {  // unlucky pivots: the introselect's worst case bound instead
-      libstdcxx_nth_element<PackedOps<PackedOrder::kByElement>>(a + lo, a + r, a + hi);
-      return;
+      libstdcxx_nth_element<ByValue>(src + lo, src + r, src + hi);
+      return src[r];
     }
-    uint64_t* first = a + lo;
+    uint64_t* first = src + lo;
     const int64_t len = hi - lo;
-    uint64_t* mid = first + len / 2;
-    move_median_to_first<PackedOps<PackedOrder::kByElement>>(first + len - 1, first, mid, first + len - 2);
+    move_median_to_first<ByValue>(first + len - 1, first, first + len / 2, first + len - 2);
     const uint64_t pivot = first[len - 1];
     int64_t below = 0;
     for (int64_t i = 0; i < len - 1; ++i) {
-      const uint64_t x = first[i];
+      const uint64_t v = first[i];
       first[i] = first[below];
-      first[below] = x;
-      below += x < pivot;
+      first[below] = v;
+      below += v < pivot;
     }
     swap_values(first[below], first[len - 1]);  // the pivot at its rank
     const int64_t at = lo + below;
-    if (at == r) return;
+    if (at == r) return src[r];
     if (at < r) {
       lo = at + 1;
     } else {
       hi = at;
     }
   }
-  PackedOps<PackedOrder::kByElement>::sort_leaf(a + lo, a + hi);
+  ByValue::sort_leaf(src + lo, src + hi);
+  return src[r];
 }
 
 // The same for keys of up to 32 bits, packed (key << 32 | position): unique integers whose order is
 // (key, position) order, so the packed element of rank r is the answer.
-inline RankedElement rank_among(uint64_t* c, int64_t count, int64_t r, bool count_equal) {
-  select_distinct(c, count, r);
-  const uint64_t key = c[r] >> 32;
-  int64_t equal = 0;
-  if (count_equal) {
-    for (int64_t j = 0; j < count; ++j) equal += (c[j] >> 32) == key;
-  }
-  return {key, static_cast<int64_t>(c[r] & kLowHalf), equal};
+// `scratch` as for select_distinct; the candidates are left overwritten. equal_keys is not counted.
+inline RankedElement rank_among(uint64_t* c, int64_t count, int64_t r, uint64_t* scratch) {
+  const uint64_t e = select_distinct(c, count, r, scratch);
+  return {e >> 32, static_cast<int64_t>(e & kLowHalf), 0};
 }
 
 // Sample size for a row of n: about n^(2/3) / 2, which balances selecting in the sample against
@@ -159,7 +177,18 @@ RankedElement rank_select(int64_t n, int64_t r, const KeyAt& key_at, const RowJo
     below = 0;
   }
   if constexpr (kPacked) {
-    return rank_among(c, count, r - below, count_equal);
+    // The selection overwrites the candidates; equal keys are counted on a copy of few candidates
+    // (kept in the half of buffer b the selection leaves alone), else on the row.
+    const bool copied = count_equal && 2 * count + 16 <= n;
+    uint64_t* copy = job.buffer_b + n;
+    if (copied) std::memcpy(copy, c, static_cast<size_t>(count) * sizeof(uint64_t));
+    RankedElement e = rank_among(c, count, r - below, job.buffer_b);
+    if (copied) {
+      for (int64_t j = 0; j < count; ++j) e.equal_keys += (copy[j] >> 32) == e.key;
+    } else if (count_equal) {
+      for (int64_t i = 0; i < n; ++i) e.equal_keys += key_at(i) == static_cast<Bits>(e.key);
+    }
+    return e;
   } else {
     return rank_among(c, count, r - below, job.buffer_b);
   }

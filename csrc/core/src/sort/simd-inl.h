@@ -8,6 +8,9 @@
 //                          down, and a reversed mask lets it find its next stop with tzcnt/blsr, whose
 //                          short latency keeps the partition loop from waiting on lzcnt.
 // swap_block_with_reversed64(a, b): swaps a[i] with b[63 - i] for i in [0, 64); a and b are disjoint.
+// partition_below(in, n, pivot, below, above): copies the elements of in[0..n) less than `pivot` to
+//                          below[0..) and the others to above[0..), each in their order; returns how
+//                          many are below. May write up to 7 elements past the end of either part.
 // stable_sort_leaf<kByWholeElement>(a, n): sorts a[0..n), n <= 16, by key (the high half) keeping
 //                          the order of equal keys, or by the whole (unique) element. Vector variants
 //                          rank each element by (key, position in the leaf), or by itself.
@@ -53,6 +56,29 @@ inline void swap_block_with_reversed64(uint64_t* a, uint64_t* b) {
 }
 
 // Ranks by counting: a bitonic network over the 16 lanes measured slower (10 dependent layers).
+inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, uint64_t* below, uint64_t* above) {
+  const __m512i p = _mm512_set1_epi64(static_cast<long long>(pivot));
+  int64_t nb = 0, na = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m512i v = _mm512_loadu_si512(in + i);
+    const __mmask8 m = _mm512_cmplt_epu64_mask(v, p);
+    // Compressed in a register, stored whole: the masked compress-store is slow on several cores.
+    _mm512_storeu_si512(below + nb, _mm512_maskz_compress_epi64(m, v));
+    _mm512_storeu_si512(above + na, _mm512_maskz_compress_epi64(static_cast<__mmask8>(~m), v));
+    const int c = __builtin_popcount(m);
+    nb += c;
+    na += 8 - c;
+  }
+  for (; i < n; ++i) {
+    const uint64_t x = in[i];
+    below[nb] = x;
+    above[na] = x;
+    nb += x < pivot;
+    na += !(x < pivot);
+  }
+  return nb;
+}
+
 template <bool kByWholeElement>
 inline void stable_sort_leaf(uint64_t* a, int64_t n) {
   const __mmask8 m0 = static_cast<__mmask8>(n >= 8 ? 0xFF : (1u << n) - 1);
@@ -134,6 +160,49 @@ inline void swap_block_with_reversed64(uint64_t* a, uint64_t* b) {
   }
 }
 
+// Lane indices (as 32-bit pairs) that move the 64-bit lanes set in a 4-bit mask to the front.
+struct CompressTable {
+  alignas(32) int32_t lanes[16][8];
+  constexpr CompressTable() : lanes{} {
+    for (int m = 0; m < 16; ++m) {
+      int k = 0;
+      for (int lane = 0; lane < 4; ++lane) {
+        if (m & (1 << lane)) {
+          lanes[m][2 * k] = 2 * lane;
+          lanes[m][2 * k + 1] = 2 * lane + 1;
+          ++k;
+        }
+      }
+    }
+  }
+};
+inline constexpr CompressTable kCompress{};
+
+inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, uint64_t* below, uint64_t* above) {
+  const __m256i p = biased(_mm256_set1_epi64x(static_cast<long long>(pivot)));
+  auto compressed = [](__m256i v, int m) {
+    return _mm256_permutevar8x32_epi32(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompress.lanes[m])));
+  };
+  int64_t nb = 0, na = 0, i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
+    const int m = static_cast<int>(lane_bits(_mm256_cmpgt_epi64(p, biased(v))));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(below + nb), compressed(v, m));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(above + na), compressed(v, ~m & 15));
+    const int c = __builtin_popcount(static_cast<unsigned>(m));
+    nb += c;
+    na += 4 - c;
+  }
+  for (; i < n; ++i) {
+    const uint64_t x = in[i];
+    below[nb] = x;
+    above[na] = x;
+    nb += x < pivot;
+    na += !(x < pivot);
+  }
+  return nb;
+}
+
 template <bool kByWholeElement>
 inline void stable_sort_leaf(uint64_t* a, int64_t n) {
   alignas(32) uint64_t ranked[16], out[16];
@@ -167,6 +236,18 @@ inline uint64_t stop_mask64(const uint64_t* p, uint64_t t) {
 
 inline void swap_block_with_reversed64(uint64_t* a, uint64_t* b) {
   for (int i = 0; i < 64; ++i) swap_values(a[i], b[63 - i]);
+}
+
+inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, uint64_t* below, uint64_t* above) {
+  int64_t nb = 0, na = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t x = in[i];
+    below[nb] = x;
+    above[na] = x;
+    nb += x < pivot;
+    na += !(x < pivot);
+  }
+  return nb;
 }
 
 template <bool kByWholeElement>
