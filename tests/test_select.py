@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import sortdata
 from exactness import assert_same, run_both
+from out_tensors import OUT_KINDS, SERVED_KINDS, out_tensors
 from sortdata import NAMES
 
 pytestmark = pytest.mark.usefixtures("native")
@@ -167,34 +168,6 @@ def test_other_dtypes_go_to_torch(dtype):
         assert both.served == 0
 
 
-def _out_tensors(kind, x, dim, keepdim):
-    shape = list(x.shape)
-    if keepdim:
-        shape[dim] = 1
-    else:
-        del shape[dim]
-    if kind == "exact":
-        return torch.empty(shape, dtype=x.dtype), torch.empty(shape, dtype=torch.long)
-    if kind == "empty":
-        return torch.empty(0, dtype=x.dtype), torch.empty(0, dtype=torch.long)
-    if kind == "wrong_shape":  # non-empty, resized with torch's warning
-        return torch.empty(7, 3, dtype=x.dtype), torch.empty(7, 3, dtype=torch.long)
-    if kind == "strided":  # the right shape, strides of their own: kept
-        return (torch.empty([2 * s for s in shape], dtype=x.dtype)[tuple(slice(None, None, 2) for _ in shape)],
-                torch.empty([2 * s for s in shape], dtype=torch.long)[tuple(slice(None, None, 2) for _ in shape)])
-    if kind == "wrong_dtype":
-        return torch.empty(shape, dtype=torch.float64), torch.empty(shape, dtype=torch.long)
-    if kind == "int32_indices":
-        return torch.empty(shape, dtype=x.dtype), torch.empty(shape, dtype=torch.int32)
-    if kind == "aliased":
-        values = torch.empty(shape, dtype=torch.long)
-        return values, values
-    raise AssertionError(kind)
-
-
-OUT_KINDS = ("exact", "empty", "wrong_shape", "strided", "wrong_dtype", "int32_indices", "aliased")
-
-
 @pytest.mark.parametrize("kind", OUT_KINDS)
 @pytest.mark.parametrize("dtype", (torch.int64, torch.float32), ids=lambda d: NAMES[d])
 @pytest.mark.parametrize("op", ("kthvalue", "median", "nanmedian"))
@@ -202,7 +175,12 @@ def test_out(isa, kind, dtype, op):
     x = sortdata.make(dtype, (4, 640), "few", seed=5)
     for dim, keepdim in ((1, False), (1, True), (0, False)):
         def run():
-            values, indices = _out_tensors(kind, x, dim, keepdim)
+            shape = list(x.shape)
+            if keepdim:
+                shape[dim] = 1
+            else:
+                del shape[dim]
+            values, indices = out_tensors(kind, shape, x.dtype)
             if op == "kthvalue":
                 result = torch.kthvalue(x, 3, dim, keepdim, out=(values, indices))
             else:
@@ -211,7 +189,7 @@ def test_out(isa, kind, dtype, op):
 
         both = run_both(run)
         assert_same(both, context=f"{op} out={kind} dim={dim} keepdim={keepdim}")
-        if kind in ("exact", "empty", "wrong_shape", "strided") and dim == 1:
+        if kind in SERVED_KINDS and dim == 1:
             assert both.served >= 1, both.reasons()
 
 

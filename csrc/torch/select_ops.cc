@@ -66,35 +66,6 @@ std::optional<Fallback> why_torch_selects(const Tensor& self, std::optional<int6
   return std::nullopt;
 }
 
-// Whether a and b share no memory. torch's check cannot tell for tensors that are not dense (a
-// strided input): then different storages are enough.
-bool distinct(const Tensor& a, const Tensor& b) {
-  if (a.numel() == 0 || b.numel() == 0) return true;
-  switch (at::get_overlap_status(a, b)) {
-    case at::MemOverlapStatus::No: return true;
-    case at::MemOverlapStatus::TooHard: return !a.storage().is_alias_of(b.storage());
-    default: return false;
-  }
-}
-
-// Whether no two elements of t share memory: torch's check, or, where it cannot tell (strided, not
-// dense), strides that nest: each at least the extent of the smaller ones.
-bool no_internal_overlap(const Tensor& t) {
-  const auto status = at::has_internal_overlap(t);
-  if (status != at::MemOverlap::TooHard) return status == at::MemOverlap::No;
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dims longer than 1
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.size(d) > 1) dims.emplace_back(t.stride(d), t.size(d));
-  }
-  std::sort(dims.begin(), dims.end());
-  int64_t extent = 1;
-  for (const auto& [stride, size] : dims) {
-    if (stride < extent) return false;
-    extent = stride * size;
-  }
-  return true;
-}
-
 // Output tensors, already shaped, Kwker can write: no element twice, no overlap with the input or
 // each other.
 bool writable(const Tensor& self, const Tensor& values, const Tensor& indices) {

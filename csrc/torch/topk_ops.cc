@@ -57,16 +57,11 @@ std::vector<int64_t> output_sizes(const Tensor& self, int64_t k, int64_t dim) {
 // out= tensors Kwker can write directly, resized as torch resizes them: no element written twice,
 // no overlap with the input or each other.
 bool out_tensors_usable(const Tensor& self, at::IntArrayRef sizes, const Tensor& values, const Tensor& indices) {
-  using at::MemOverlap;
-  using at::MemOverlapStatus;
   const auto strides = c10::contiguous_strides(sizes);
   return resize_out_like_torch(values, sizes, strides, self.scalar_type()) &&
-         resize_out_like_torch(indices, sizes, strides, at::kLong) &&
-         at::has_internal_overlap(values) == MemOverlap::No &&
-         at::has_internal_overlap(indices) == MemOverlap::No &&
-         at::get_overlap_status(values, self) == MemOverlapStatus::No &&
-         at::get_overlap_status(indices, self) == MemOverlapStatus::No &&
-         at::get_overlap_status(values, indices) == MemOverlapStatus::No;
+         resize_out_like_torch(indices, sizes, strides, at::kLong) && no_internal_overlap(values) &&
+         no_internal_overlap(indices) && distinct(values, self) && distinct(indices, self) &&
+         distinct(values, indices);
 }
 
 void run_topk(const Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted, const Tensor& values,

@@ -16,6 +16,20 @@
 //                          rank each element by (key, position in the leaf), or by itself.
 
 enum class Stops { kNotBelow, kNotAbove };
+
+// partition_below's element loop, from element i with nb / na already placed: both stores always
+// happen, so there is no branch on the data. Every ISA's tail, and the scalar variant.
+inline int64_t partition_below_from(const uint64_t* in, int64_t i, int64_t n, uint64_t pivot, uint64_t* below,
+                                    int64_t nb, uint64_t* above, int64_t na) {
+  for (; i < n; ++i) {
+    const uint64_t x = in[i];
+    below[nb] = x;
+    above[na] = x;
+    nb += x < pivot;
+    na += !(x < pivot);
+  }
+  return nb;
+}
 #if defined(KWKER_ISA_AVX512)
 
 template <Stops kStops, bool kPairs, bool kReversed>
@@ -69,14 +83,7 @@ inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, ui
     nb += c;
     na += 8 - c;
   }
-  for (; i < n; ++i) {
-    const uint64_t x = in[i];
-    below[nb] = x;
-    above[na] = x;
-    nb += x < pivot;
-    na += !(x < pivot);
-  }
-  return nb;
+  return partition_below_from(in, i, n, pivot, below, nb, above, na);
 }
 
 template <bool kByWholeElement>
@@ -193,14 +200,7 @@ inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, ui
     nb += c;
     na += 4 - c;
   }
-  for (; i < n; ++i) {
-    const uint64_t x = in[i];
-    below[nb] = x;
-    above[na] = x;
-    nb += x < pivot;
-    na += !(x < pivot);
-  }
-  return nb;
+  return partition_below_from(in, i, n, pivot, below, nb, above, na);
 }
 
 template <bool kByWholeElement>
@@ -239,15 +239,7 @@ inline void swap_block_with_reversed64(uint64_t* a, uint64_t* b) {
 }
 
 inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, uint64_t* below, uint64_t* above) {
-  int64_t nb = 0, na = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const uint64_t x = in[i];
-    below[nb] = x;
-    above[na] = x;
-    nb += x < pivot;
-    na += !(x < pivot);
-  }
-  return nb;
+  return partition_below_from(in, 0, n, pivot, below, 0, above, 0);
 }
 
 template <bool kByWholeElement>
