@@ -100,6 +100,24 @@ void run_select(const Tensor& self, int64_t dim, SelectRule rule, int64_t k, con
 
 int64_t wrapped(int64_t dim, const Tensor& self) { return dim < 0 ? dim + self.dim() : dim; }
 
+// kwker::select_declines for a kthvalue along (wrapped) `dim`: reads the input only.
+bool kthvalue_declines(const Tensor& self, int64_t dim, int64_t k) {
+  std::vector<int64_t> outer_sizes, input_strides;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (d == dim) continue;
+    outer_sizes.push_back(self.size(d));
+    input_strides.push_back(self.stride(d));
+  }
+  SelectRowsProblem problem{};
+  problem.dtype = *core_dtype(self.scalar_type());
+  problem.rule = SelectRule::kKthValue;
+  problem.k = k;
+  problem.row_length = self.size(dim);
+  problem.outer_sizes = outer_sizes;
+  problem.input = {const_cast<void*>(self.const_data_ptr()), self.stride(dim), input_strides};
+  return select_declines(problem);
+}
+
 Kernel kernel_of(SelectRule rule) { return rule == SelectRule::kKthValue ? Kernel::kKthvalue : Kernel::kMedian; }
 
 void inject_fault_if_asked(SelectRule rule, const Tensor& indices) {
@@ -118,6 +136,7 @@ std::tuple<Tensor&, Tensor&> kthvalue_values(const Tensor& self, c10::SymInt k_s
                 indices.scalar_type() == at::kLong && distinct(values, self))) {
     why = Fallback::kOutTensors;
   }
+  if (!why && kthvalue_declines(self, wrapped(dim, self), k)) why = Fallback::kDeclined;
   if (!why) {
     dim = wrapped(dim, self);
     // torch's own resize (it keeps a dim-less out tensor's strides by unsqueezing it first)

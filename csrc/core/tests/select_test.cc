@@ -290,5 +290,34 @@ TEST(Select, MedianOfAll) {
   });
 }
 
+// select_declines: only kthvalue problems of 8 rows or more whose first row's k-th value is tied.
+TEST(Select, DeclinesTiedKthValueOfSeveralRows) {
+  for_each_isa([&](Isa) {
+    const std::vector<float> row = {3, 1, 2, 2, 5, 2, 7, 9, 2, 4};
+    std::vector<float> tied, distinct;
+    for (int r = 0; r < 8; ++r) {
+      tied.insert(tied.end(), row.begin(), row.end());
+      for (int i = 0; i < 10; ++i) distinct.push_back(static_cast<float>((i * 7) % 10 + 10 * r));
+    }
+    const int64_t n = 10;  // rows of 10: row 0 and its copies
+    auto declines = [&](const std::vector<float>& data, SelectRule rule, int64_t rows, int64_t k) {
+      const std::vector<int64_t> outer_sizes = {rows}, strides = {n};
+      kwker::SelectRowsProblem p{};
+      p.dtype = DType::kFloat32;
+      p.rule = rule;
+      p.k = k;
+      p.row_length = n;
+      p.outer_sizes = outer_sizes;
+      p.input = {const_cast<float*>(data.data()), 1, strides};
+      return kwker::select_declines(p);
+    };
+    EXPECT_TRUE(declines(tied, SelectRule::kKthValue, 8, 4));    // the 4th smallest of row 0 is a 2 of four
+    EXPECT_FALSE(declines(tied, SelectRule::kKthValue, 8, 10));  // its largest, 9, occurs once
+    EXPECT_FALSE(declines(tied, SelectRule::kKthValue, 7, 4));   // few rows: replayed, not declined
+    EXPECT_FALSE(declines(tied, SelectRule::kMedian, 8, 0));
+    EXPECT_FALSE(declines(distinct, SelectRule::kKthValue, 8, 4));
+  });
+}
+
 }  // namespace
 }  // namespace kwker_test

@@ -342,6 +342,10 @@ void select_row_typed(const SelectJob& job) {
       rank = job.rule == SelectRule::kKthValue ? job.k - 1 : (n - 1) / 2;
     }
     const RankedElement e = rank_select<Bits>(n, rank, key_at, job.row, job.rule == SelectRule::kKthValue);
+    if (job.tied != nullptr) {  // asked only whether the row needs the replay
+      *job.tied = e.equal_keys > 1;
+      return;
+    }
     if (job.rule == SelectRule::kKthValue && e.equal_keys > 1) {
       return answer(kthvalue_by_quickselect(row, rank));
     }

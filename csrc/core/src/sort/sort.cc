@@ -299,6 +299,20 @@ void select_rows(const SelectRowsProblem& p) {
   });
 }
 
+bool select_declines(const SelectRowsProblem& p) {
+  // With few rows, the first row's attempt would be a large part of torch's time: Kwker serves.
+  constexpr int64_t kMinRowsToDecline = 8;
+  if (p.rule != SelectRule::kKthValue || row_count(p) < kMinRowsToDecline) return false;
+  Workspace& ws = thread_workspace();
+  ws.reserve(p.row_length);
+  sort_detail::SelectJob job = select_job_for(p, ws);
+  bool tied = false;
+  job.tied = &tied;
+  job.row.input = element_at(p.input, dtype_size(p.dtype), sort_detail::RowCursor<SelectRowsProblem>(p, 0).input());
+  row_kernels_for(active_isa()).select_row(job);
+  return tied;
+}
+
 bool median_of_all(DType dtype, bool ignore_nan, const void* data, int64_t n, void* value) {
   Workspace& ws = thread_workspace();
   ws.reserve(n);

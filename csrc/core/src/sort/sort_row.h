@@ -48,6 +48,7 @@ struct SelectJob {
   int64_t k;
   bool whole;
   bool* ambiguous;
+  bool* tied;  // kthvalue: if set, only whether the k-th key is tied is written here (no outputs)
 };
 
 // sort_row sorts the job's row; declines says whether Kwker leaves a row like it to torch
