@@ -258,3 +258,12 @@ def test_hypothesis(isa, data):
     check(lambda: torch.median(x, -1), x, dim=-1, what=f"{dist} median")
     check(lambda: torch.nanmedian(x, -1), x, dim=-1, what=f"{dist} nanmedian")
     check_whole(x, context=dist)
+
+
+def test_whole_tensors_past_the_cap_go_to_torch():
+    """median() / nanmedian() of more than 2^25 elements: Kwker's work buffers would reach a gigabyte."""
+    x = torch.arange((1 << 25) + 1, dtype=torch.float32).flip(0)
+    for op in (torch.median, torch.nanmedian):
+        both = run_both(lambda: op(x))
+        assert_same(both)
+        assert both.served == 0 and both.reasons()["median"] == {"too_long": 1}

@@ -7,10 +7,12 @@
 //  - Long rows: an evenly spaced sample of s keys gives two keys that bracket rank r with high
 //    probability; one pass keeps the (key, position) of every element between them, in row order, and
 //    counts those below. If the bracket missed, the pass is redone keeping everything.
-//  - The kept candidates go through an nth_element by key (any correct one: only the key at the rank
-//    is used), which gives the key K of rank r. The candidates below rank r with key K say how many
-//    elements with key K come before the answer in (key, position) order; the answer is the element
-//    with key K at that place in row order.
+//  - Keys of up to 32 bits travel packed with their position (key << 32 | position): distinct
+//    integers whose order is (key, position) order, so the packed candidate of rank r (found by a
+//    quickselect with vector partitions, select_distinct) is the answer.
+//  - 64-bit keys travel as (key, position) pairs: an nth_element by key gives the key K of rank r;
+//    the candidates below rank r with key K say how many elements with key K come before the answer
+//    in (key, position) order; the answer is the element with key K at that place in row order.
 // Which element torch picks, and why the above is it:
 //  - median: a total order (value, then index), so the element of rank (n - 1) / 2 is unique; a NaN
 //    row gives its first NaN.
@@ -18,7 +20,8 @@
 //    leaves at the front of equal elements: replayed (introsort-inl.h).
 //  - kthvalue: torch's quickselect has no tie-break. When K is the key of one element only, every
 //    correct selection returns that element; otherwise torch's quickselect is replayed step for step.
-// Cost: about two passes over the row plus O(s log s + n / sqrt(s)) for the sample and candidates.
+// Cost: about two passes over the row (one for the NaN count of median / nanmedian) plus O(s + n /
+// sqrt(s)) for the sample and candidates.
 
 // Rows shorter than this keep every element as a candidate: the sample costs more than it saves.
 inline constexpr int64_t kSampledMinLength = 2048;
@@ -26,7 +29,7 @@ inline constexpr int64_t kSampledMinLength = 2048;
 struct RankedElement {
   uint64_t key;
   int64_t position;
-  int64_t equal_keys;  // elements of the row with this key (counted only when asked for)
+  int64_t equal_keys;  // elements of the row with this key (see rank_select for when it is counted)
 };
 
 // The element of rank r (0-based, in (key, position) order) among `count` (key, position)
