@@ -76,9 +76,9 @@ bool writable(const Tensor& self, const Tensor& values, const Tensor& indices) {
          distinct(indices, self) && distinct(values, indices);
 }
 
-// Selects along `dim`; values / indices hold one element per row, at their strides `out_dims`
-// (the output dim of each input dim but `dim`).
-void run_select(const Tensor& self, int64_t dim, SelectRule rule, int64_t k, const Tensor& values,
+// Selects along `dim` into values / indices (shaped with dim kept, or dropped); false, nothing
+// written, where the core declines (kwker::select_rows).
+bool run_select(const Tensor& self, int64_t dim, SelectRule rule, int64_t k, const Tensor& values,
                 const Tensor& indices, bool keepdim) {
   std::vector<int64_t> outer_sizes, input_strides, values_strides, indices_strides;
   for (int64_t d = 0; d < self.dim(); ++d) {
@@ -98,28 +98,10 @@ void run_select(const Tensor& self, int64_t dim, SelectRule rule, int64_t k, con
   problem.input = {const_cast<void*>(self.const_data_ptr()), self.stride(dim), input_strides};
   problem.values = {values.mutable_data_ptr(), 0, values_strides};
   problem.indices = {indices.mutable_data_ptr(), 0, indices_strides};
-  select_rows(problem);
+  return select_rows(problem);
 }
 
 int64_t wrapped(int64_t dim, const Tensor& self) { return dim < 0 ? dim + self.dim() : dim; }
-
-// kwker::select_declines for a kthvalue along (wrapped) `dim`: reads the input only.
-bool kthvalue_declines(const Tensor& self, int64_t dim, int64_t k) {
-  std::vector<int64_t> outer_sizes, input_strides;
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    if (d == dim) continue;
-    outer_sizes.push_back(self.size(d));
-    input_strides.push_back(self.stride(d));
-  }
-  SelectRowsProblem problem{};
-  problem.dtype = *core_dtype(self.scalar_type());
-  problem.rule = SelectRule::kKthValue;
-  problem.k = k;
-  problem.row_length = self.size(dim);
-  problem.outer_sizes = outer_sizes;
-  problem.input = {const_cast<void*>(self.const_data_ptr()), self.stride(dim), input_strides};
-  return select_declines(problem);
-}
 
 Kernel kernel_of(SelectRule rule) { return rule == SelectRule::kKthValue ? Kernel::kKthvalue : Kernel::kMedian; }
 
@@ -139,18 +121,21 @@ std::tuple<Tensor&, Tensor&> kthvalue_values(const Tensor& self, c10::SymInt k_s
                 indices.scalar_type() == at::kLong && distinct(values, self))) {
     why = Fallback::kOutTensors;
   }
-  if (!why && kthvalue_declines(self, wrapped(dim, self), k)) why = Fallback::kDeclined;
   if (!why) {
     dim = wrapped(dim, self);
-    // torch's own resize (it keeps a dim-less out tensor's strides by unsqueezing it first)
+    // torch's own resize (it keeps a dim-less out tensor's strides by unsqueezing it first); torch,
+    // if it runs after all, finds the outputs already shaped and resizes nothing.
     at::native::_reduction_with_indices_allocate_or_resize_output(values, indices, self, dim, keepdim);
-    if (!writable(self, values, indices)) why = Fallback::kOutTensors;
+    if (!writable(self, values, indices)) {
+      why = Fallback::kOutTensors;
+    } else if (!run_select(self, dim, SelectRule::kKthValue, k, values, indices, true)) {
+      why = Fallback::kDeclined;
+    }
   }
   if (why) {
     call.fell_back(*why);
     return at::cpu::kthvalue_symint_outf(self, std::move(k_sym), dim, keepdim, values, indices);
   }
-  run_select(self, dim, SelectRule::kKthValue, k, values, indices, true);
   inject_fault_if_asked(SelectRule::kKthValue, indices);
   if (!keepdim) {
     values.squeeze_(dim);
@@ -169,10 +154,9 @@ std::tuple<Tensor&, Tensor&> median_dim_values(const Tensor& self, int64_t dim, 
                 indices.scalar_type() == at::kLong)) {
     why = Fallback::kOutTensors;
   }
-  std::vector<int64_t> out_sizes;
   if (!why) {
     dim = wrapped(dim, self);
-    out_sizes = self.sizes().vec();
+    std::vector<int64_t> out_sizes = self.sizes().vec();
     if (keepdim) {
       out_sizes[dim] = 1;
     } else {
@@ -187,7 +171,7 @@ std::tuple<Tensor&, Tensor&> median_dim_values(const Tensor& self, int64_t dim, 
     if constexpr (kRule == SelectRule::kMedian) return at::cpu::median_outf(self, dim, keepdim, values, indices);
     return at::cpu::nanmedian_outf(self, dim, keepdim, values, indices);
   }
-  run_select(self, dim, kRule, 0, values, indices, keepdim);
+  run_select(self, dim, kRule, 0, values, indices, keepdim);  // medians are never declined
   inject_fault_if_asked(kRule, indices);
   call.served();
   return {values, indices};

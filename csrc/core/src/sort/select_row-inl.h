@@ -262,20 +262,12 @@ void sedgewick_select(E* a, int64_t n, int64_t t) {
 // torch's kthvalue position for a row with equal keys at rank t: its quickselect, replayed.
 template <typename Format>
 int64_t kthvalue_by_quickselect(const Row<Format, false>& row, int64_t t) {
-  const RowJob& job = row.job;
-  const int64_t n = job.n;
-  const KeyScan scan = scan_keys(row);
-  if (scan.hi - scan.lo <= kLowHalf) {
-    using ByKey = PackedOps<PackedOrder::kByKey>;
-    uint64_t* a = job.buffer_a;
-    fill_packed(row, scan.lo, a);
-    sedgewick_select<ByKey>(a, n, t);
-    return static_cast<int64_t>(ByKey::position(a[t]));
-  }
-  auto* a = reinterpret_cast<WideElement*>(job.buffer_a);
-  for (int64_t i = 0; i < n; ++i) a[i] = {row.key(i) - scan.lo, static_cast<uint64_t>(i)};
-  sedgewick_select<WideOps>(a, n, t);
-  return static_cast<int64_t>(a[t].position);
+  int64_t position = 0;
+  with_row_elements(row, [&]<typename Ops>(auto* a) {
+    sedgewick_select<Ops>(a, row.job.n, t);
+    position = static_cast<int64_t>(Ops::position(a[t]));
+  });
+  return position;
 }
 
 // Where libstdc++'s nth_element leaves the first of n equal elements (torch's nanmedian of NaNs).
@@ -345,11 +337,11 @@ void select_row_typed(const SelectJob& job) {
       rank = job.rule == SelectRule::kKthValue ? job.k - 1 : (n - 1) / 2;
     }
     const RankedElement e = rank_select<Bits>(n, rank, key_at, job.row, job.rule == SelectRule::kKthValue);
-    if (job.tied != nullptr) {  // asked only whether the row needs the replay
-      *job.tied = e.equal_keys > 1;
-      return;
-    }
     if (job.rule == SelectRule::kKthValue && e.equal_keys > 1) {
+      if (job.tied != nullptr) {  // the caller declines tied rows: no replay
+        *job.tied = true;
+        return;
+      }
       return answer(kthvalue_by_quickselect(row, rank));
     }
     if constexpr (kFloat) {

@@ -69,7 +69,6 @@ inline void swap_block_with_reversed64(uint64_t* a, uint64_t* b) {
   }
 }
 
-// Ranks by counting: a bitonic network over the 16 lanes measured slower (10 dependent layers).
 inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, uint64_t* below, uint64_t* above) {
   const __m512i p = _mm512_set1_epi64(static_cast<long long>(pivot));
   int64_t nb = 0, na = 0, i = 0;
@@ -86,6 +85,7 @@ inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, ui
   return partition_below_from(in, i, n, pivot, below, nb, above, na);
 }
 
+// Ranks by counting: a bitonic network over the 16 lanes measured slower (10 dependent layers).
 template <bool kByWholeElement>
 inline void stable_sort_leaf(uint64_t* a, int64_t n) {
   const __mmask8 m0 = static_cast<__mmask8>(n >= 8 ? 0xFF : (1u << n) - 1);

@@ -1,5 +1,5 @@
-// sort_rows, topk_rows and select_rows: split the rows over kwker::parallel_for and hand each to the ISA variant in
-// use.
+// sort_rows, topk_rows and select_rows: split the rows over kwker::parallel_for and hand each to the
+// ISA variant in use.
 // Rows that run along a strided dim while neighbouring rows sit next to each other in memory (a sort
 // along dim 0 of a contiguous tensor) are sorted a tile of kTileRows at a time: the tile is copied to
 // contiguous rows, sorted (or selected from), and copied back, so each cache line is read and
@@ -257,24 +257,42 @@ sort_detail::SelectJob select_job_for(const SelectRowsProblem& p, Workspace& ws)
   return job;
 }
 
+void point_outputs(sort_detail::SelectJob& job, const SelectRowsProblem& p, int64_t values_offset,
+                   int64_t indices_offset) {
+  job.row.values = element_at(p.values, dtype_size(p.dtype), values_offset);
+  job.row.indices = reinterpret_cast<int64_t*>(element_at(p.indices, sizeof(int64_t), indices_offset));
+}
+
 }  // namespace
 
-void select_rows(const SelectRowsProblem& p) {
+bool select_rows(const SelectRowsProblem& p) {
   const int64_t rows = row_count(p);
-  if (rows == 0) return;
+  if (rows == 0) return true;
   const RowKernels kernels = row_kernels_for(active_isa());
-  const int64_t grain = std::max<int64_t>(1, 32768 / p.row_length);
   const size_t element_size = dtype_size(p.dtype);
   const int64_t n = p.row_length;
-  const bool in_tiles = tiled(p);
-  parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+  int64_t first = 0;
+  // With fewer rows, the first row's attempt would be a large part of torch's time: Kwker serves.
+  constexpr int64_t kMinRowsToDecline = 8;
+  if (p.rule == SelectRule::kKthValue && rows >= kMinRowsToDecline) {  // row 0 decides
     Workspace& ws = thread_workspace();
     ws.reserve(n);
     sort_detail::SelectJob job = select_job_for(p, ws);
-    auto point_outputs = [&](int64_t values_offset, int64_t indices_offset) {
-      job.row.values = element_at(p.values, element_size, values_offset);
-      job.row.indices = reinterpret_cast<int64_t*>(element_at(p.indices, sizeof(int64_t), indices_offset));
-    };
+    bool tied = false;
+    job.tied = &tied;
+    const sort_detail::RowCursor<SelectRowsProblem> cursor(p, 0);
+    job.row.input = element_at(p.input, element_size, cursor.input());
+    point_outputs(job, p, cursor.values(), cursor.indices());
+    kernels.select_row(job);
+    if (tied) return false;
+    first = 1;
+  }
+  const int64_t grain = std::max<int64_t>(1, 32768 / n);
+  const bool in_tiles = tiled(p);
+  parallel_for(first, rows, grain, [&](int64_t begin, int64_t end) {
+    Workspace& ws = thread_workspace();
+    ws.reserve(n);
+    sort_detail::SelectJob job = select_job_for(p, ws);
     sort_detail::RowCursor<SelectRowsProblem> cursor(p, begin);
     if (in_tiles) {
       ws.reserve_tile(n);
@@ -285,7 +303,7 @@ void select_rows(const SelectRowsProblem& p) {
                   p.input.row_stride);
         for (int t = 0; t < tile.count; ++t) {
           job.row.input = reinterpret_cast<char*>(ws.tile_input.data()) + t * n * static_cast<int64_t>(element_size);
-          point_outputs(tile.values[t], tile.indices[t]);
+          point_outputs(job, p, tile.values[t], tile.indices[t]);
           kernels.select_row(job);
         }
       }
@@ -293,24 +311,11 @@ void select_rows(const SelectRowsProblem& p) {
     }
     for (int64_t r = begin; r < end; ++r, cursor.next()) {
       job.row.input = element_at(p.input, element_size, cursor.input());
-      point_outputs(cursor.values(), cursor.indices());
+      point_outputs(job, p, cursor.values(), cursor.indices());
       kernels.select_row(job);
     }
   });
-}
-
-bool select_declines(const SelectRowsProblem& p) {
-  // With few rows, the first row's attempt would be a large part of torch's time: Kwker serves.
-  constexpr int64_t kMinRowsToDecline = 8;
-  if (p.rule != SelectRule::kKthValue || row_count(p) < kMinRowsToDecline) return false;
-  Workspace& ws = thread_workspace();
-  ws.reserve(p.row_length);
-  sort_detail::SelectJob job = select_job_for(p, ws);
-  bool tied = false;
-  job.tied = &tied;
-  job.row.input = element_at(p.input, dtype_size(p.dtype), sort_detail::RowCursor<SelectRowsProblem>(p, 0).input());
-  row_kernels_for(active_isa()).select_row(job);
-  return tied;
+  return true;
 }
 
 bool median_of_all(DType dtype, bool ignore_nan, const void* data, int64_t n, void* value) {

@@ -88,6 +88,30 @@ bool fill_packed(const Row<Format, kDescending>& row, uint64_t lo, uint64_t* out
   return invertible;
 }
 
+// The row's (key - lo, position) pairs into `out`: rows of 64-bit keys spanning 2^32 or more.
+template <typename Format, bool kDescending>
+void fill_wide(const Row<Format, kDescending>& row, uint64_t lo, WideElement* out) {
+  const int64_t n = row.job.n;
+  for (int64_t i = 0; i < n; ++i) out[i] = {row.key(i) - lo, static_cast<uint64_t>(i)};
+}
+
+// The row's elements in work buffer a, in torch's comparator order (by key, no tie-break), for a
+// replay: packed when the row's key range fits 32 bits, else (key, position) pairs. Calls
+// f.template operator()<Ops>(elements) with the matching Ops.
+template <typename Format, bool kDescending, typename F>
+void with_row_elements(const Row<Format, kDescending>& row, const F& f) {
+  const KeyScan scan = scan_keys(row);
+  if (scan.hi - scan.lo <= kLowHalf) {
+    uint64_t* a = row.job.buffer_a;
+    fill_packed(row, scan.lo, a);
+    f.template operator()<PackedOps<PackedOrder::kByKey>>(a);
+  } else if constexpr (Format::key_bits == 64) {
+    auto* a = reinterpret_cast<WideElement*>(row.job.buffer_a);
+    fill_wide(row, scan.lo, a);
+    f.template operator()<WideOps>(a);
+  }
+}
+
 // Writes indices and values of the sorted elements. `value_of(e)` gives an element's value bits.
 template <typename Bits, typename Element, typename ValueOf, typename PositionOf>
 void write_sorted(const RowJob& job, const Element* sorted, const ValueOf& value_of,
@@ -265,10 +289,7 @@ void sort_wide(const Row<Format, kDescending>& row, const KeyScan& scan) {
   const int key_bits = key_bits_for_range(scan.hi - scan.lo);
   auto* a = reinterpret_cast<WideElement*>(job.buffer_a);
   auto* b = reinterpret_cast<WideElement*>(job.buffer_b);
-  auto fill = [&] {
-    for (int64_t i = 0; i < n; ++i) a[i] = {row.key(i) - scan.lo, static_cast<uint64_t>(i)};
-  };
-  fill();
+  fill_wide(row, scan.lo, a);
   auto done = [&](const WideElement* sorted) { write_output<Format, kDescending, WideOps>(row, sorted, 0, false); };
   if (n <= kIntrosortThreshold) {
     WideOps::sort_leaf(a, a + n);
@@ -279,7 +300,7 @@ void sort_wide(const Row<Format, kDescending>& row, const KeyScan& scan) {
     const WideElement* sorted = radix_sort<WideOps>(a, b, n, key_bits);
     if (!has_equal_neighbours<WideOps>(sorted, n)) return done(sorted);
     __atomic_store_n(job.ties_seen, 1, __ATOMIC_RELAXED);
-    fill();
+    fill_wide(row, scan.lo, a);
   }
   libstdcxx_introsort<WideOps>(a, n);
   done(a);

@@ -48,11 +48,12 @@ struct SelectJob {
   int64_t k;
   bool whole;
   bool* ambiguous;
-  bool* tied;  // kthvalue: if set, only whether the k-th key is tied is written here (no outputs)
+  bool* tied;  // kthvalue: if set and the k-th key is tied, set to true instead of any output
 };
 
 // sort_row sorts the job's row; declines says whether Kwker leaves a row like it to torch
-// (see kwker::sort_rows); topk_row selects (see kwker::topk_rows); select_row picks one element (see kwker::select_rows).
+// (see kwker::sort_rows); topk_row selects (see kwker::topk_rows); select_row picks one element
+// (see kwker::select_rows).
 namespace scalar {
 void sort_row(const RowJob& job);
 bool declines(const RowJob& job);

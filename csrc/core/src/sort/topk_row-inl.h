@@ -202,19 +202,10 @@ void topk_row_typed(const TopKJob& job) {
     }
   }
   if (selected) return write_topk<Format, kDescending, WideOps>(job, row, elements);
-  const KeyScan scan = scan_keys(row);
-  if (scan.hi - scan.lo <= kLowHalf) {
-    using ByKey = PackedOps<PackedOrder::kByKey>;
-    uint64_t* a = job.row.buffer_a;
-    fill_packed(row, scan.lo, a);
-    topk_by_selection<ByKey>(a, n, k, job.sorted);
-    write_topk<Format, kDescending, ByKey>(job, row, a);
-  } else if constexpr (Format::key_bits == 64) {
-    auto* a = reinterpret_cast<WideElement*>(job.row.buffer_a);
-    for (int64_t i = 0; i < n; ++i) a[i] = {row.key(i) - scan.lo, static_cast<uint64_t>(i)};
-    topk_by_selection<WideOps>(a, n, k, job.sorted);
-    write_topk<Format, kDescending, WideOps>(job, row, a);
-  }
+  with_row_elements(row, [&]<typename Ops>(auto* a) {
+    topk_by_selection<Ops>(a, n, k, job.sorted);
+    write_topk<Format, kDescending, Ops>(job, row, a);
+  });
 }
 
 void topk_row(const TopKJob& job) {
