@@ -13,10 +13,15 @@
                                              errors are compared like values.
 
 fn is called twice and must build anything it writes into (out= tensors) itself, on each call.
+
+    num_threads(n)                           context: torch.set_num_threads(n), restored after.
+    assert_reaches_kwker(fn, x, families)    fn(x) (a scripted or compiled function) with Kwker on is
+                                             served by each family and gives torch's bits.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import warnings
 from dataclasses import dataclass
@@ -202,3 +207,25 @@ def assert_same(both: Both, *, strides: bool = True, warnings_too: bool = True, 
     if warnings_too:
         assert both.torch_warnings == both.kwker_warnings, (
             f"{context}: warnings differ: torch {both.torch_warnings}, kwker {both.kwker_warnings}")
+
+
+@contextlib.contextmanager
+def num_threads(n: int):
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def assert_reaches_kwker(fn, x, families) -> None:
+    import kwker.torch_ops as kto
+
+    expected = fn(x)
+    before = {f: kto.stats()[f]["kwker"] for f in families}
+    with kto.accelerated():
+        actual = fn(x)
+    for family in families:
+        assert kto.stats()[family]["kwker"] > before[family], f"{family} not reached"
+    assert_bit_identical(expected, actual)

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sortdata
-from exactness import assert_same, run_both
+from exactness import assert_reaches_kwker, assert_same, num_threads, run_both
 from out_tensors import OUT_KINDS, SERVED_KINDS, out_tensors
 from sortdata import NAMES
 
@@ -145,33 +145,21 @@ def test_autograd_through_topk(isa):
 
 
 def test_scripted_and_compiled_calls_reach_kwker():
-    import kwker.torch_ops as kto
-
     x = torch.randn(4, 1000)
 
     @torch.jit.script
     def scripted(t: torch.Tensor):
         return torch.topk(t, 5)
 
-    compiled = torch.compile(lambda t: torch.topk(t, 5))
-    for fn in (scripted, compiled):
-        expected = fn(x)
-        before = kto.stats()["topk"]["kwker"]
-        with kto.accelerated():
-            actual = fn(x)
-        assert kto.stats()["topk"]["kwker"] > before
-        assert torch.equal(expected[0], actual[0]) and torch.equal(expected[1], actual[1])
+    for fn in (scripted, torch.compile(lambda t: torch.topk(t, 5))):
+        assert_reaches_kwker(fn, x, ["topk"])
 
 
 def test_threads_do_not_change_results(isa):
     x = sortdata.make(torch.float32, (64, 3000), "few", seed=13)
-    threads = torch.get_num_threads()
-    try:
-        for n in (1, 2):
-            torch.set_num_threads(n)
+    for n in (1, 2):
+        with num_threads(n):
             check_all_variants(x, ks=(1, 40, 1500))
-    finally:
-        torch.set_num_threads(threads)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
