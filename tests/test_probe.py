@@ -142,7 +142,7 @@ def test_a_family_made_to_differ_is_left_off_and_doctor_says_why(cache_dir, caps
 
         assert main(["doctor"]) == 1
         text = capsys.readouterr().out
-        assert "sort      off: differed on probe" in text and verdict["failed_input"] in text
+        assert "sort          off: differed on probe" in text and verdict["failed_input"] in text
         assert main(["doctor", "--json"]) == 1
         state = next(s for s in json.loads(capsys.readouterr().out)["kernels"] if s["name"] == "sort")
         assert state["on"] is False and state["reason"] == kto.OFF_BY_PROBE
@@ -152,7 +152,7 @@ def test_a_family_made_to_differ_is_left_off_and_doctor_says_why(cache_dir, caps
         kto.uninstall()
 
     assert main(["doctor", "--reprobe"]) == 0
-    assert "sort      on" in capsys.readouterr().out
+    assert "sort          on" in capsys.readouterr().out
     assert cached_content()["families"]["sort"]["passed"]
     kto.install()
     assert sort_served() == 1

@@ -60,6 +60,7 @@ constexpr KernelFamily kFamilies[] = {
     {"topk", &register_topk_kernels},
     {"kthvalue", &register_kthvalue_kernels},
     {"median", &register_median_kernels},  // median and nanmedian
+    {"searchsorted", &register_searchsorted_kernels},  // searchsorted and bucketize
 };
 
 std::atomic<uint32_t> g_registered_kernels{0};  // bit k: Kernel k is registered
@@ -170,6 +171,7 @@ const char* kernel_name(Kernel k) {
     case Kernel::kTopk: return "topk";
     case Kernel::kKthvalue: return "kthvalue";
     case Kernel::kMedian: return "median";
+    case Kernel::kSearchsorted: return "searchsorted";
     case Kernel::kCount: break;
   }
   return "?";

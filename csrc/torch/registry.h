@@ -10,5 +10,6 @@ void register_sort_kernels(torch::Library& library);
 void register_topk_kernels(torch::Library& library);
 void register_kthvalue_kernels(torch::Library& library);
 void register_median_kernels(torch::Library& library);
+void register_searchsorted_kernels(torch::Library& library);
 
 }  // namespace kwker::adapter

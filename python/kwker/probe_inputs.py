@@ -343,11 +343,66 @@ def median_probe_inputs() -> list[ProbeInput]:
     return _select_probe_inputs(("median", "nanmedian"))
 
 
+# --- searchsorted, bucketize --------------------------------------------------------------------------
+
+SEARCH_DTYPES = SORT_DTYPES[1:]  # torch's searchsorted rejects bool
+SEARCH_VALUES = 600
+
+
+def _search_input(name: str, dtype: torch.dtype, data: str, m: int, rows: int) -> Callable:
+    """One flat tensor: rows x m boundaries (sorted, NaNs last; or as drawn: "unsorted"), then values
+    (half drawn from the boundaries: exact hits). run() splits it."""
+    def make() -> torch.Tensor:
+        gen = _generator(name)
+        kind = "specials" if data == "specials" else "ties" if data == "ties" else "random"
+        bd = _SORT_DATA[kind](rows * m, dtype, gen).reshape(rows, m)
+        if data != "unsorted":
+            bd = bd.sort(dim=-1, stable=True).values
+        values = _SORT_DATA[kind](rows * SEARCH_VALUES, dtype, gen)
+        hits = torch.randint(0, rows * m, (rows * SEARCH_VALUES // 2,), generator=gen)
+        values[: hits.numel()] = bd.reshape(-1)[hits]
+        return torch.cat([bd.reshape(-1), values])
+
+    return make
+
+
+def _search_call(op: str, m: int, rows: int, right: bool, out_int32: bool, sorter: bool, out: bool) -> Callable:
+    def run(x: torch.Tensor):
+        bd = x[: rows * m].reshape(rows, m) if rows > 1 else x[:m]
+        values = x[rows * m:].reshape(rows, -1) if rows > 1 else x[m:]
+        o = torch.empty(0, dtype=torch.int32 if out_int32 else torch.long) if out else None
+        if op == "bucketize":
+            return torch.bucketize(values, bd, out_int32=out_int32, right=right, out=o)
+        order = torch.argsort(bd, dim=-1, stable=True).flip(-1).contiguous() if sorter else None
+        return torch.searchsorted(bd, values, out_int32=out_int32, right=right, sorter=order, out=o)
+
+    return run
+
+
+def searchsorted_probe_inputs() -> list[ProbeInput]:
+    inputs = []
+    cases = [(d, data, m, 1) for d in SEARCH_DTYPES for data in ("ties", "random") for m in (16, 1000)]
+    cases += [(d, data, 300, 1) for d in FLOAT_DTYPES for data in ("specials", "unsorted")]
+    cases += [(d, "ties", 40, 3) for d in (torch.int64, torch.float32, torch.bfloat16)]
+    for dtype, data, m, rows in cases:
+        for right in (False, True):
+            for op, out_int32, sorter, out in (("searchsorted", right, False, False), ("bucketize", not right, False, right),
+                                               ("searchsorted", False, True, not right)):
+                if op == "bucketize" and rows > 1:
+                    continue
+                name = (f"{op} {_short(dtype)} {data} {rows}x{m} right={right} int32={out_int32}"
+                        f"{' sorter' if sorter else ''}{' out=' if out else ''}")
+                inputs.append(ProbeInput(name, _search_input(name, dtype, data, m, rows),
+                                         _search_call(op, m, rows, right, out_int32, sorter, out)))
+    return inputs
+
+
 PROBE_INPUTS: dict[str, Callable[[], list[ProbeInput]]] = {
     "sort": sort_probe_inputs,
     "topk": topk_probe_inputs,
     "kthvalue": kthvalue_probe_inputs,
     "median": median_probe_inputs,
+    "searchsorted": searchsorted_probe_inputs,
     "adam": adam_probe_inputs,
     "sgd": sgd_probe_inputs,
 }
