@@ -9,7 +9,7 @@
 
 namespace kwker::adapter {
 
-enum class Kernel : uint8_t { kSort, kAdam, kSgd, kTopk, kKthvalue, kMedian, kSearchsorted, kCount };
+enum class Kernel : uint8_t { kSort, kAdam, kSgd, kTopk, kKthvalue, kMedian, kSearchsorted, kUnique, kCount };
 const char* kernel_name(Kernel k);
 
 // Why a call went to torch's own kernel.

@@ -61,6 +61,7 @@ constexpr KernelFamily kFamilies[] = {
     {"kthvalue", &register_kthvalue_kernels},
     {"median", &register_median_kernels},  // median and nanmedian
     {"searchsorted", &register_searchsorted_kernels},  // searchsorted and bucketize
+    {"unique", &register_unique_kernels},  // torch.unique without dim
 };
 
 std::atomic<uint32_t> g_registered_kernels{0};  // bit k: Kernel k is registered
@@ -172,6 +173,7 @@ const char* kernel_name(Kernel k) {
     case Kernel::kKthvalue: return "kthvalue";
     case Kernel::kMedian: return "median";
     case Kernel::kSearchsorted: return "searchsorted";
+    case Kernel::kUnique: return "unique";
     case Kernel::kCount: break;
   }
   return "?";

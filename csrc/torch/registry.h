@@ -11,5 +11,6 @@ void register_topk_kernels(torch::Library& library);
 void register_kthvalue_kernels(torch::Library& library);
 void register_median_kernels(torch::Library& library);
 void register_searchsorted_kernels(torch::Library& library);
+void register_unique_kernels(torch::Library& library);
 
 }  // namespace kwker::adapter

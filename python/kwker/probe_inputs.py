@@ -397,12 +397,33 @@ def searchsorted_probe_inputs() -> list[ProbeInput]:
     return inputs
 
 
+# --- unique ------------------------------------------------------------------------------------------
+
+UNIQUE_DTYPES = SORT_DTYPES[1:]  # Kwker leaves bool to torch
+
+
+def unique_probe_inputs() -> list[ProbeInput]:
+    inputs = []
+    calls = {"inverse counts": lambda x: torch.unique(x, return_inverse=True, return_counts=True),
+             "plain": lambda x: torch.unique(x),
+             "unsorted inverse": lambda x: torch.unique(x, sorted=False, return_inverse=True)}
+    for dtype in UNIQUE_DTYPES:
+        for data in ("ties", "random") + (("specials",) if dtype.is_floating_point else ()):
+            for n in (300, 40000):
+                for what, run in calls.items():
+                    name = f"unique {_short(dtype)} {data} {n} {what}"
+                    inputs.append(ProbeInput(name, (lambda name, data, dtype, n: lambda: _SORT_DATA[data](
+                        n, dtype, _generator(name)).reshape(-1, 20 if n % 20 == 0 else 1))(name, data, dtype, n), run))
+    return inputs
+
+
 PROBE_INPUTS: dict[str, Callable[[], list[ProbeInput]]] = {
     "sort": sort_probe_inputs,
     "topk": topk_probe_inputs,
     "kthvalue": kthvalue_probe_inputs,
     "median": median_probe_inputs,
     "searchsorted": searchsorted_probe_inputs,
+    "unique": unique_probe_inputs,
     "adam": adam_probe_inputs,
     "sgd": sgd_probe_inputs,
 }

@@ -1,0 +1,59 @@
+// torch's CPU unique (aten::_unique2: torch.unique with or without inverse and counts, sorted or not)
+// with its exact results.
+//
+// What torch returns (aten/src/ATen/native/Unique.cpp, unique_cpu_sorted_template): it sorts the
+// flattened input (unstable), keeps the first element of every run of equal values (!=, so every NaN
+// is a run of its own and -0.0 joins +0.0), gives each input element the number of its run (inverse)
+// and each run its length (counts); `sorted` is ignored. Only two things depend on the order in which
+// its sort leaves equal keys: the NaNs (their order, bits and inverse) and which zero represents a run
+// holding both -0.0 and +0.0. Kwker declines those inputs; for all others the answer is determined by
+// the values alone: the distinct values ascending, each element's rank among them, their multiplicities.
+//
+// Algorithm: integer types whose values span a small range (8- and 16-bit types always) are counted
+// in a table indexed by value; others are sorted (kwker::sort_rows, stable) and scanned for runs.
+// Memory: the table (4 bytes per value of the range) or the sorted copy and permutation (dtype size +
+// 8 bytes per element), held by the UniqueSorted object until it is destroyed.
+// Threads: the counting path runs on the calling thread; the sort runs as kwker::sort_rows does.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kwker/dtype.h"
+
+namespace kwker {
+
+// More elements go to torch (the counting table holds 32-bit counts).
+inline constexpr int64_t kMaxUniqueElements = (int64_t{1} << 32) - 1;
+
+class UniqueSorted {
+ public:
+  // Reads n contiguous elements (1 <= n <= kMaxUniqueElements; dtype not kBool) and finds their
+  // distinct values. Returns false, having kept nothing, for a float input with a NaN or with both
+  // -0.0 and +0.0 (torch's answer then depends on its sort).
+  bool prepare(DType dtype, const void* data, int64_t n);
+
+  // How many distinct values prepare() found.
+  int64_t count() const { return count_; }
+
+  // Writes the distinct values ascending (count() dtype elements), each input element's rank among
+  // them (inverse: n int64, or null) and their multiplicities (counts: count() int64, or null). Once.
+  void write(void* values, int64_t* inverse, int64_t* counts);
+
+ private:
+  template <typename T> bool prepare_typed(const T* data, int64_t n);
+  template <typename T> void write_typed(T* values, int64_t* inverse, int64_t* counts);
+  template <typename T> void count_in_table(const T* data, int64_t n, int64_t low, int64_t range);
+  template <typename T> void sort_and_count_runs(const T* data, int64_t n);
+
+  DType dtype_ = DType::kBool;
+  const void* data_ = nullptr;
+  int64_t n_ = 0;
+  int64_t count_ = 0;
+  int64_t low_ = 0;                   // counting: the table's first value
+  std::vector<uint32_t> table_;       // counting: occurrences of low_ + j, then the rank of low_ + j
+  std::vector<uint8_t> sorted_;       // sorting: the elements ascending
+  std::vector<int64_t> permutation_;  // sorting: where each sorted element came from
+};
+
+}  // namespace kwker

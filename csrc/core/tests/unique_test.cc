@@ -1,0 +1,174 @@
+// kwker::UniqueSorted against torch's algorithm run literally (Unique.cpp's unique_cpu_sorted_template:
+// sort, keep the first of every run of != values, inverse = run number, counts = run lengths), with
+// std::sort on (value, index) pairs as its sort: every dtype x the sort tests' distributions x sizes
+// on both sides of the counting table's limits. Inputs with a NaN or both zeros must be declined;
+// every other input must give torch's answer, whatever order its sort left equal keys in.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kwker/unique.h"
+#include "sort_test_util.h"
+
+namespace kwker_test {
+namespace {
+
+struct UniqueAnswer {
+  std::vector<uint64_t> values;  // bits
+  std::vector<int64_t> inverse, counts;
+};
+
+template <typename C, typename Convert>
+UniqueAnswer torch_unique(const std::vector<uint64_t>& bits, const Convert& convert) {
+  const auto perm = oracle_typed<C>(bits, convert, SortOrder::kAscending, TieOrder::kIntrosort);
+  UniqueAnswer a;
+  a.inverse.resize(bits.size());
+  int64_t run_start = 0;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (i == 0 || convert(bits[perm[i]]) != convert(bits[perm[i - 1]])) {
+      if (i > 0) a.counts.push_back(static_cast<int64_t>(i) - run_start);
+      a.values.push_back(bits[perm[i]]);
+      run_start = static_cast<int64_t>(i);
+    }
+    a.inverse[perm[i]] = static_cast<int64_t>(a.values.size()) - 1;
+  }
+  a.counts.push_back(static_cast<int64_t>(perm.size()) - run_start);
+  return a;
+}
+
+UniqueAnswer torch_unique(DType d, const std::vector<uint64_t>& bits) {
+  switch (d) {
+    case DType::kUInt8: return torch_unique<uint8_t>(bits, [](uint64_t b) { return static_cast<uint8_t>(b); });
+    case DType::kInt8: return torch_unique<int8_t>(bits, [](uint64_t b) { return static_cast<int8_t>(b); });
+    case DType::kInt16: return torch_unique<int16_t>(bits, [](uint64_t b) { return static_cast<int16_t>(b); });
+    case DType::kInt32: return torch_unique<int32_t>(bits, [](uint64_t b) { return static_cast<int32_t>(b); });
+    case DType::kInt64: return torch_unique<int64_t>(bits, [](uint64_t b) { return static_cast<int64_t>(b); });
+    case DType::kFloat16:
+      return torch_unique<float>(bits, [](uint64_t b) { return half_to_float(static_cast<uint16_t>(b)); });
+    case DType::kBFloat16:
+      return torch_unique<float>(bits, [](uint64_t b) { return bfloat16_to_float(static_cast<uint16_t>(b)); });
+    case DType::kFloat32: return torch_unique<float>(bits, [](uint64_t b) { return bits_to_float(b); });
+    case DType::kFloat64: return torch_unique<double>(bits, [](uint64_t b) { return bits_to_double(b); });
+    case DType::kBool: break;
+  }
+  return {};
+}
+
+// Whether torch's answer depends on its sort's tie order: a NaN, or both -0.0 and +0.0.
+bool depends_on_tie_order(DType d, const std::vector<uint64_t>& bits) {
+  if (!kwker::is_floating(d)) return false;
+  const auto f = float_format(d);
+  bool nan = false, negative_zero = false, positive_zero = false;
+  for (uint64_t b : bits) {
+    nan |= (b & ~f.sign()) > f.inf();
+    negative_zero |= b == f.sign();
+    positive_zero |= b == 0;
+  }
+  return nan || (negative_zero && positive_zero);
+}
+
+// Runs one input on every ISA (the sort path dispatches); false on the first mismatch.
+bool check(DType d, const std::vector<uint64_t>& bits, const std::string& name) {
+  const size_t es = kwker::dtype_size(d);
+  const int64_t n = static_cast<int64_t>(bits.size());
+  std::vector<uint8_t> data(bits.size() * es);
+  for (int64_t i = 0; i < n; ++i) store_element(d, data.data(), i, bits[i]);
+  const bool declines = depends_on_tie_order(d, bits);
+  const UniqueAnswer want = declines ? UniqueAnswer{} : torch_unique(d, bits);
+  bool ok = true;
+  for_each_isa([&](Isa) {
+    if (!ok) return;
+    kwker::UniqueSorted unique;
+    const bool prepared = unique.prepare(d, data.data(), n);
+    if (prepared == declines) {
+      ADD_FAILURE() << name << ": prepare() returned " << prepared;
+      ok = false;
+      return;
+    }
+    if (!prepared) return;
+    const int64_t u = unique.count();
+    if (u != static_cast<int64_t>(want.values.size())) {
+      ADD_FAILURE() << name << ": " << u << " values, torch " << want.values.size();
+      ok = false;
+      return;
+    }
+    std::vector<uint8_t> values((u + 1) * es, 0xEE);
+    std::vector<int64_t> inverse(n + 1, -7), counts(u + 1, -7);
+    unique.write(values.data(), inverse.data(), counts.data());
+    for (int64_t i = 0; i < u && ok; ++i) {
+      if (load_element(d, values.data(), i) != want.values[i] || counts[i] != want.counts[i]) {
+        ADD_FAILURE() << name << ": value " << i << " " << hex(load_element(d, values.data(), i)) << " x" << counts[i]
+                      << ", torch " << hex(want.values[i]) << " x" << want.counts[i];
+        ok = false;
+      }
+    }
+    for (int64_t i = 0; i < n && ok; ++i) {
+      if (inverse[i] != want.inverse[i]) {
+        ADD_FAILURE() << name << ": inverse[" << i << "] " << inverse[i] << ", torch " << want.inverse[i];
+        ok = false;
+      }
+    }
+    if (inverse[n] != -7 || counts[u] != -7 || values[u * es] != 0xEE) {
+      ADD_FAILURE() << name << ": wrote past the outputs";
+      ok = false;
+    }
+  });
+  return ok;
+}
+
+TEST(UniqueSorted, EveryDtypeDistributionAndSize) {
+  std::mt19937_64 rng(31);
+  for (DType d : kAllDTypes) {
+    if (d == DType::kBool) continue;
+    Generator g(d, rng);
+    for (Dist dist : dists_for(d)) {
+      for (int64_t n : {1, 2, 3, 17, 300, 5000, 70000}) {
+        const auto bits = g.generate(dist, n, SortOrder::kAscending);
+        ASSERT_TRUE(check(d, bits, std::string(dtype_name(d)) + " " + dist_name(dist) + " n=" + std::to_string(n)));
+      }
+    }
+  }
+}
+
+// Integers around the counting table's limits: a range of 2^16 (always counted), twice the input,
+// 2^22 (the largest table), and wider (sorted), offset to the types' extremes.
+TEST(UniqueSorted, IntegerRangesAroundTheTableLimits) {
+  std::mt19937_64 rng(5);
+  for (DType d : {DType::kInt32, DType::kInt64}) {
+    const int64_t low = d == DType::kInt32 ? INT32_MIN : INT64_MIN;
+    for (int64_t n : {1000, 100000}) {
+      for (int64_t range : {int64_t{1} << 16, (int64_t{1} << 16) + 1, 2 * n, 2 * n + 1, int64_t{1} << 22,
+                            (int64_t{1} << 22) + 1, int64_t{1} << 30}) {
+        for (int64_t base : {low, int64_t{-5}, (d == DType::kInt32 ? INT32_MAX : INT64_MAX) - range + 1}) {
+          std::vector<uint64_t> bits(n);
+          for (auto& b : bits) b = static_cast<uint64_t>(base + static_cast<int64_t>(rng() % range)) & dtype_mask(d);
+          bits[0] = static_cast<uint64_t>(base) & dtype_mask(d);
+          bits[1] = static_cast<uint64_t>(base + range - 1) & dtype_mask(d);
+          ASSERT_TRUE(check(d, bits, std::string(dtype_name(d)) + " range=" + std::to_string(range) +
+                                         " base=" + std::to_string(base) + " n=" + std::to_string(n)));
+        }
+      }
+    }
+  }
+}
+
+TEST(UniqueSorted, FloatsOfOneZeroSignAreServed) {
+  std::mt19937_64 rng(9);
+  for (DType d : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+    Generator g(d, rng);
+    const auto f = float_format(d);
+    for (uint64_t zero : {uint64_t{0}, f.sign()}) {
+      auto bits = g.generate(Dist::kRandomFinite, 3000, SortOrder::kAscending);
+      for (size_t i = 0; i < bits.size(); i += 7) bits[i] = zero;
+      for (auto& b : bits) {
+        if (b == (zero ^ f.sign())) b = zero;
+      }
+      ASSERT_TRUE(check(d, bits, std::string(dtype_name(d)) + " zeros " + hex(zero)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kwker_test
