@@ -59,7 +59,7 @@ def test_id_ranges_dense_and_sparse(isa, dtype):
     info = torch.iinfo(dtype)
     g = torch.Generator().manual_seed(3)
     for n in (1000, 300_000):
-        for span in (100, 1 << 16, 2 * n, 1 << 22, (1 << 22) + 1, 1 << 31):
+        for span in (100, 1 << 16, 2 * n, 1 << 22, (1 << 22) + 1, 64 * n, 64 * n + 1, 1 << 31):
             for base in (0, info.min, info.max - span + 1, -span // 2):
                 x = (torch.randint(0, span, (n,), generator=g, dtype=torch.int64) + base).to(dtype)
                 check(x, what=f"span={span} base={base} n={n}", return_inverse=True, return_counts=True)

@@ -132,15 +132,17 @@ TEST(UniqueSorted, EveryDtypeDistributionAndSize) {
   }
 }
 
-// Integers around the counting table's limits: a range of 2^16 (always counted), twice the input,
-// 2^22 (the largest table), and wider (sorted), offset to the types' extremes.
+// Integers around the limits of the counting table (a range of 2^16: always; twice the input, up to
+// 2^22) and the bitmap (64 values per element, up to 2^28), and wider (sorted), offset to the types'
+// extremes.
 TEST(UniqueSorted, IntegerRangesAroundTheTableLimits) {
   std::mt19937_64 rng(5);
   for (DType d : {DType::kInt32, DType::kInt64}) {
     const int64_t low = d == DType::kInt32 ? INT32_MIN : INT64_MIN;
     for (int64_t n : {1000, 100000}) {
       for (int64_t range : {int64_t{1} << 16, (int64_t{1} << 16) + 1, 2 * n, 2 * n + 1, int64_t{1} << 22,
-                            (int64_t{1} << 22) + 1, int64_t{1} << 30}) {
+                            (int64_t{1} << 22) + 1, 64 * n, 64 * n + 1, int64_t{1} << 28, (int64_t{1} << 28) + 1,
+                            int64_t{1} << 30}) {
         for (int64_t base : {low, int64_t{-5}, (d == DType::kInt32 ? INT32_MAX : INT64_MAX) - range + 1}) {
           std::vector<uint64_t> bits(n);
           for (auto& b : bits) b = static_cast<uint64_t>(base + static_cast<int64_t>(rng() % range)) & dtype_mask(d);
@@ -166,6 +168,28 @@ TEST(UniqueSorted, FloatsOfOneZeroSignAreServed) {
         if (b == (zero ^ f.sign())) b = zero;
       }
       ASSERT_TRUE(check(d, bits, std::string(dtype_name(d)) + " zeros " + hex(zero)));
+    }
+  }
+}
+
+// Floats whose keys span a narrow range (counted or marked, not sorted): values around +-1 and
+// around zero from both signs (one zero sign only), for every table/bitmap/sort choice.
+TEST(UniqueSorted, FloatsOfNarrowKeyRanges) {
+  std::mt19937_64 rng(13);
+  for (DType d : {DType::kFloat32, DType::kFloat64}) {
+    const auto f = float_format(d);
+    const uint64_t one = d == DType::kFloat32 ? 0x3F800000u : 0x3FF0000000000000ull;
+    for (int64_t span : {int64_t{50}, int64_t{1} << 15, int64_t{1} << 20, int64_t{1} << 24, int64_t{1} << 34}) {
+      for (int64_t n : {1000, 50000}) {
+        std::vector<uint64_t> bits(n);
+        for (auto& b : bits) {
+          const uint64_t magnitude = rng() % 3 == 0 ? rng() % span : one + rng() % span;
+          b = (rng() & 1) ? (magnitude | f.sign()) : magnitude;
+          if ((b & ~f.sign()) == 0) b = 0;  // +0.0 only
+        }
+        ASSERT_TRUE(check(d, bits, std::string(dtype_name(d)) + " span=" + std::to_string(span) + " n=" +
+                                       std::to_string(n)));
+      }
     }
   }
 }

@@ -9,10 +9,13 @@
 // holding both -0.0 and +0.0. Kwker declines those inputs; for all others the answer is determined by
 // the values alone: the distinct values ascending, each element's rank among them, their multiplicities.
 //
-// Algorithm: integer types whose values span a small range (8- and 16-bit types always) are counted
-// in a table indexed by value; others are sorted (kwker::sort_rows, stable) and scanned for runs.
-// Memory: the table (4 bytes per value of the range) or the sorted copy and permutation (dtype size +
-// 8 bytes per element), held by the UniqueSorted object until it is destroyed.
+// Algorithm: on order-preserving integer keys of the values, a small key range (8- and 16-bit types
+// always) is counted in a table indexed by key; a wider one (up to 64 keys per element) is marked in a
+// bitmap with a running rank per 64-bit word; otherwise the elements are sorted (kwker::sort_rows,
+// stable) and scanned for runs.
+// Memory: the table (4 bytes per value of the range), the bitmap (1.5 bits per value of the range) or
+// the sorted copy and permutation (dtype size + 8 bytes per element), held by the UniqueSorted object
+// until it is destroyed.
 // Threads: the counting path runs on the calling thread; the sort runs as kwker::sort_rows does.
 #pragma once
 
@@ -41,17 +44,20 @@ class UniqueSorted {
   void write(void* values, int64_t* inverse, int64_t* counts);
 
  private:
-  template <typename T> bool prepare_typed(const T* data, int64_t n);
-  template <typename T> void write_typed(T* values, int64_t* inverse, int64_t* counts);
-  template <typename T> void count_in_table(const T* data, int64_t n, int64_t low, int64_t range);
-  template <typename T> void sort_and_count_runs(const T* data, int64_t n);
+  template <typename K> bool prepare_typed(const typename K::T* data);
+  template <typename K> void write_typed(typename K::T* values, int64_t* inverse, int64_t* counts);
+  template <typename K> void count_in_table(const typename K::T* data, uint64_t range);
+  template <typename K> void mark_in_bitmap(const typename K::T* data, uint64_t range);
+  template <typename K> void sort_and_count_runs(const typename K::T* data);
 
   DType dtype_ = DType::kBool;
   const void* data_ = nullptr;
   int64_t n_ = 0;
   int64_t count_ = 0;
-  int64_t low_ = 0;                   // counting: the table's first value
-  std::vector<uint32_t> table_;       // counting: occurrences of low_ + j, then the rank of low_ + j
+  uint64_t low_ = 0;                  // counting and marking: the smallest key
+  std::vector<uint32_t> table_;       // counting: occurrences of key low_ + j, then its rank
+  std::vector<uint64_t> bitmap_;      // marking: bit j set if key low_ + j occurs
+  std::vector<uint32_t> word_ranks_;  // marking: distinct values below each 64-bit word of bitmap_
   std::vector<uint8_t> sorted_;       // sorting: the elements ascending
   std::vector<int64_t> permutation_;  // sorting: where each sorted element came from
 };

@@ -1,7 +1,11 @@
-// UniqueSorted (kwker/unique.h): a counting table for integers of a small range, else a stable sort
-// and a scan for runs. Both give the distinct values ascending, ranks and multiplicities, which are
-// torch's answer whenever it does not depend on its sort's order of equal keys (prepare() checks).
+// UniqueSorted (kwker/unique.h). Every element has an order-preserving unsigned key (integers offset
+// by the sign bit; floats the usual sign-magnitude flip, which orders them as their values once NaNs
+// and mixed zero signs are excluded, so distinct keys are distinct values). Keys spanning a small
+// range are counted in a table, a wider range is marked in a bitmap, others are sorted and scanned
+// for runs. All three give the distinct values ascending, ranks and multiplicities: torch's answer
+// whenever it does not depend on its sort's order of equal keys (prepare() checks that).
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -18,12 +22,42 @@ namespace {
 constexpr uint64_t kAlwaysTable = uint64_t{1} << 16;
 constexpr uint64_t kMaxTable = uint64_t{1} << 22;
 constexpr uint64_t kTableElementsPerInput = 2;
+// Wider ranges, up to kBitmapBitsPerInput bits per input element and kMaxBitmap values, are marked in a
+// bitmap (a bit per value, a 32-bit rank per 64 values): a few passes over a map that stays in cache
+// beat a sort of the elements.
+constexpr uint64_t kMaxBitmap = uint64_t{1} << 28;
+constexpr uint64_t kBitmapBitsPerInput = 64;
 
-struct FloatBits {
+// Integers: the value offset by the sign bit of int64.
+// Order: a type of T's width whose order is the keys' (T itself for integers, the key for floats).
+template <typename Int>
+struct IntegerKey {
+  using T = Int;
+  using Order = Int;
+  static Order order(T x) { return x; }
+  static uint64_t key_of_order(Order x) { return key(x); }
+  static uint64_t key(T x) { return static_cast<uint64_t>(static_cast<int64_t>(x)) ^ (uint64_t{1} << 63); }
+  static T value(uint64_t k) { return static_cast<T>(static_cast<int64_t>(k ^ (uint64_t{1} << 63))); }
+};
+
+// Float bits: non-negative values get the sign bit set, negative ones all bits flipped.
+template <typename Bits>
+struct FloatKey {
+  using T = Bits;
+  using Order = Bits;
+  static constexpr Bits kSign = static_cast<Bits>(Bits{1} << (8 * sizeof(Bits) - 1));
+  static constexpr uint64_t kAll = static_cast<Bits>(~Bits{0});
+  static Order order(T b) { return static_cast<Bits>((b & kSign) ? ~b : (b | kSign)); }
+  static uint64_t key_of_order(Order x) { return x; }
+  static uint64_t key(T b) { return order(b); }
+  static T value(uint64_t k) { return static_cast<T>((k & kSign) ? (k & ~uint64_t{kSign}) : (~k & kAll)); }
+};
+
+struct FloatFormat {
   uint64_t sign, exponent, mantissa;
 };
 
-FloatBits float_bits(DType d) {
+FloatFormat float_format(DType d) {
   switch (d) {
     case DType::kFloat16: return {0x8000, 0x7C00, 0x03FF};
     case DType::kBFloat16: return {0x8000, 0x7F80, 0x007F};
@@ -32,87 +66,130 @@ FloatBits float_bits(DType d) {
   }
 }
 
-}  // namespace
-
-template <typename T>
-void UniqueSorted::count_in_table(const T* data, int64_t n, int64_t low, int64_t range) {
-  low_ = low;
-  table_.assign(static_cast<size_t>(range), 0);
-  uint32_t* table = table_.data();
-  for (int64_t i = 0; i < n; ++i) ++table[static_cast<int64_t>(data[i]) - low];
-  count_ = range - std::count(table_.begin(), table_.end(), 0u);
+// Whether torch's unique of these float bits depends on its sort's order of equal keys.
+template <typename Bits>
+bool depends_on_tie_order(DType dtype, const Bits* data, int64_t n) {
+  const FloatFormat f = float_format(dtype);
+  bool nan = false, negative_zero = false, positive_zero = false;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t b = data[i];
+    nan |= (b & f.exponent) == f.exponent && (b & f.mantissa) != 0;
+    negative_zero |= b == f.sign;
+    positive_zero |= b == 0;
+  }
+  return nan || (negative_zero && positive_zero);
 }
 
-template <typename T>
-void UniqueSorted::sort_and_count_runs(const T* data, int64_t n) {
-  sorted_.resize(static_cast<size_t>(n) * sizeof(T));
-  permutation_.resize(static_cast<size_t>(n));
+}  // namespace
+
+template <typename K>
+void UniqueSorted::count_in_table(const typename K::T* data, uint64_t range) {
+  table_.assign(static_cast<size_t>(range), 0);
+  uint32_t* table = table_.data();
+  for (int64_t i = 0; i < n_; ++i) ++table[K::key(data[i]) - low_];
+  count_ = static_cast<int64_t>(range) - std::count(table_.begin(), table_.end(), 0u);
+}
+
+template <typename K>
+void UniqueSorted::mark_in_bitmap(const typename K::T* data, uint64_t range) {
+  const size_t words = static_cast<size_t>((range + 63) / 64);
+  bitmap_.assign(words, 0);
+  uint64_t* bitmap = bitmap_.data();
+  for (int64_t i = 0; i < n_; ++i) {
+    const uint64_t v = K::key(data[i]) - low_;
+    bitmap[v >> 6] |= uint64_t{1} << (v & 63);
+  }
+  word_ranks_.resize(words);
+  uint32_t rank = 0;
+  for (size_t w = 0; w < words; ++w) {
+    word_ranks_[w] = rank;
+    rank += std::popcount(bitmap[w]);
+  }
+  count_ = rank;
+}
+
+template <typename K>
+void UniqueSorted::sort_and_count_runs(const typename K::T* data) {
+  using T = typename K::T;
+  sorted_.resize(static_cast<size_t>(n_) * sizeof(T));
+  permutation_.resize(static_cast<size_t>(n_));
   SortRowsProblem p{};
   p.dtype = dtype_;
   p.order = SortOrder::kAscending;
   p.ties = TieOrder::kStable;
-  p.row_length = n;
+  p.row_length = n_;
   p.input = {const_cast<T*>(data), 1, {}};
   p.values = {sorted_.data(), 1, {}};
   p.indices = {permutation_.data(), 1, {}};
   sort_rows(p);
   const T* sorted = reinterpret_cast<const T*>(sorted_.data());
   int64_t runs = 1;
-  for (int64_t i = 1; i < n; ++i) runs += sorted[i] != sorted[i - 1];
+  for (int64_t i = 1; i < n_; ++i) runs += sorted[i] != sorted[i - 1];  // equal bits: equal keys
   count_ = runs;
 }
 
-template <typename T>
-bool UniqueSorted::prepare_typed(const T* data, int64_t n) {
-  if (is_floating(dtype_)) {
-    // T holds the bits. Equal bits are equal values here: no NaN, and zeros of one sign only.
-    const FloatBits f = float_bits(dtype_);
-    bool nan = false, negative_zero = false, positive_zero = false;
-    for (int64_t i = 0; i < n; ++i) {
-      const uint64_t b = data[i];
-      nan |= (b & f.exponent) == f.exponent && (b & f.mantissa) != 0;
-      negative_zero |= b == f.sign;
-      positive_zero |= b == 0;
-    }
-    if (nan || (negative_zero && positive_zero)) return false;
-    sort_and_count_runs(data, n);
-    return true;
+template <typename K>
+bool UniqueSorted::prepare_typed(const typename K::T* data) {
+  if constexpr (!std::is_same_v<K, IntegerKey<typename K::T>>) {
+    if (depends_on_tie_order(dtype_, data, n_)) return false;
   }
-  T low = data[0], high = data[0];
-  for (int64_t i = 1; i < n; ++i) {
-    low = std::min(low, data[i]);
-    high = std::max(high, data[i]);
+  // The extremes in the narrowest type that orders like the keys (vectorises for 8/16/32-bit types).
+  typename K::Order low = K::order(data[0]), high = low;
+  for (int64_t i = 1; i < n_; ++i) {
+    low = std::min(low, K::order(data[i]));
+    high = std::max(high, K::order(data[i]));
   }
-  const uint64_t range = static_cast<uint64_t>(static_cast<int64_t>(high)) -
-                         static_cast<uint64_t>(static_cast<int64_t>(low)) + 1;  // 0: all of int64
-  const bool table = range != 0 && (range <= kAlwaysTable ||
-                                    (range <= kMaxTable && range <= kTableElementsPerInput * static_cast<uint64_t>(n)));
-  if (table) {
-    count_in_table(data, n, static_cast<int64_t>(low), static_cast<int64_t>(range));
+  low_ = K::key_of_order(low);
+  const uint64_t range = K::key_of_order(high) - low_ + 1;  // 0: every 64-bit key
+  const uint64_t n = static_cast<uint64_t>(n_);
+  if (range != 0 && (range <= kAlwaysTable || (range <= kMaxTable && range <= kTableElementsPerInput * n))) {
+    count_in_table<K>(data, range);
+  } else if (range != 0 && range <= kMaxBitmap && range <= kBitmapBitsPerInput * n) {
+    mark_in_bitmap<K>(data, range);
   } else {
-    sort_and_count_runs(data, n);
+    sort_and_count_runs<K>(data);
   }
   return true;
 }
 
-template <typename T>
-void UniqueSorted::write_typed(T* values, int64_t* inverse, int64_t* counts) {
-  const T* data = static_cast<const T*>(data_);
+template <typename K>
+void UniqueSorted::write_typed(typename K::T* values, int64_t* inverse, int64_t* counts) {
+  const auto* data = static_cast<const typename K::T*>(data_);
   if (!table_.empty()) {
     uint32_t* table = table_.data();
     uint32_t rank = 0;
     for (size_t j = 0; j < table_.size(); ++j) {
       if (table[j] == 0) continue;
-      values[rank] = static_cast<T>(low_ + static_cast<int64_t>(j));
+      values[rank] = K::value(low_ + j);
       if (counts) counts[rank] = table[j];
-      table[j] = rank++;
+      table[j] = rank++;  // from here on the table holds ranks
     }
     if (inverse) {
-      for (int64_t i = 0; i < n_; ++i) inverse[i] = table[static_cast<int64_t>(data[i]) - low_];
+      for (int64_t i = 0; i < n_; ++i) inverse[i] = table[K::key(data[i]) - low_];
     }
     return;
   }
-  const T* sorted = reinterpret_cast<const T*>(sorted_.data());
+  if (!bitmap_.empty()) {
+    const uint64_t* bitmap = bitmap_.data();
+    const uint32_t* word_ranks = word_ranks_.data();
+    int64_t rank = 0;
+    for (size_t w = 0; w < bitmap_.size(); ++w) {
+      for (uint64_t bits = bitmap[w]; bits != 0; bits &= bits - 1) {
+        values[rank++] = K::value(low_ + w * 64 + std::countr_zero(bits));
+      }
+    }
+    if (counts) std::fill(counts, counts + count_, 0);
+    if (!inverse && !counts) return;
+    for (int64_t i = 0; i < n_; ++i) {
+      const uint64_t v = K::key(data[i]) - low_;
+      const uint64_t below = bitmap[v >> 6] & ((uint64_t{1} << (v & 63)) - 1);
+      const int64_t r = word_ranks[v >> 6] + std::popcount(below);
+      if (inverse) inverse[i] = r;
+      if (counts) ++counts[r];
+    }
+    return;
+  }
+  const auto* sorted = reinterpret_cast<const typename K::T*>(sorted_.data());
   int64_t run = 0, run_start = 0;
   values[0] = sorted[0];
   for (int64_t i = 1; i < n_; ++i) {
@@ -127,41 +204,37 @@ void UniqueSorted::write_typed(T* values, int64_t* inverse, int64_t* counts) {
   if (counts) counts[run] = n_ - run_start;
 }
 
+// Calls f(K{}) with the key type of the dtype.
+template <typename F>
+auto with_key(DType dtype, const F& f) {
+  switch (dtype) {
+    case DType::kUInt8: return f(IntegerKey<uint8_t>{});
+    case DType::kInt8: return f(IntegerKey<int8_t>{});
+    case DType::kInt16: return f(IntegerKey<int16_t>{});
+    case DType::kInt32: return f(IntegerKey<int32_t>{});
+    case DType::kInt64: return f(IntegerKey<int64_t>{});
+    case DType::kFloat16:
+    case DType::kBFloat16: return f(FloatKey<uint16_t>{});
+    case DType::kFloat32: return f(FloatKey<uint32_t>{});
+    case DType::kFloat64:
+    case DType::kBool: break;
+  }
+  return f(FloatKey<uint64_t>{});
+}
+
 bool UniqueSorted::prepare(DType dtype, const void* data, int64_t n) {
   dtype_ = dtype;
   data_ = data;
   n_ = n;
   table_.clear();
+  bitmap_.clear();
   sorted_.clear();
   permutation_.clear();
-  switch (dtype) {
-    case DType::kUInt8: return prepare_typed(static_cast<const uint8_t*>(data), n);
-    case DType::kInt8: return prepare_typed(static_cast<const int8_t*>(data), n);
-    case DType::kInt16: return prepare_typed(static_cast<const int16_t*>(data), n);
-    case DType::kInt32: return prepare_typed(static_cast<const int32_t*>(data), n);
-    case DType::kInt64: return prepare_typed(static_cast<const int64_t*>(data), n);
-    case DType::kFloat16:
-    case DType::kBFloat16: return prepare_typed(static_cast<const uint16_t*>(data), n);
-    case DType::kFloat32: return prepare_typed(static_cast<const uint32_t*>(data), n);
-    case DType::kFloat64: return prepare_typed(static_cast<const uint64_t*>(data), n);
-    case DType::kBool: break;
-  }
-  return false;
+  return with_key(dtype, [&]<typename K>(K) { return prepare_typed<K>(static_cast<const typename K::T*>(data)); });
 }
 
 void UniqueSorted::write(void* values, int64_t* inverse, int64_t* counts) {
-  switch (dtype_) {
-    case DType::kUInt8: return write_typed(static_cast<uint8_t*>(values), inverse, counts);
-    case DType::kInt8: return write_typed(static_cast<int8_t*>(values), inverse, counts);
-    case DType::kInt16: return write_typed(static_cast<int16_t*>(values), inverse, counts);
-    case DType::kInt32: return write_typed(static_cast<int32_t*>(values), inverse, counts);
-    case DType::kInt64: return write_typed(static_cast<int64_t*>(values), inverse, counts);
-    case DType::kFloat16:
-    case DType::kBFloat16: return write_typed(static_cast<uint16_t*>(values), inverse, counts);
-    case DType::kFloat32: return write_typed(static_cast<uint32_t*>(values), inverse, counts);
-    case DType::kFloat64: return write_typed(static_cast<uint64_t*>(values), inverse, counts);
-    case DType::kBool: break;
-  }
+  with_key(dtype_, [&]<typename K>(K) { write_typed<K>(static_cast<typename K::T*>(values), inverse, counts); });
 }
 
 }  // namespace kwker
