@@ -134,3 +134,92 @@ def test_hypothesis(isa, dtype, n, dist, flags, seed):
         dist = "random"
     x = sortdata.values(dtype, n, dist, seed)
     assert_same(run_both(lambda: torch.unique(x, **flags)), context=f"{NAMES[dtype]} {dist} n={n} {flags}")
+
+
+# --- unique along a dim (unique_dim), unique_consecutive (with and without dim) --------------------
+
+ROW_DTYPES = sortdata.DTYPES  # bool included along a dim
+row_dtype_params = pytest.mark.parametrize("dtype", ROW_DTYPES, ids=[NAMES[d] for d in ROW_DTYPES])
+
+
+def rows_of(dtype, shape, dim, dist, seed=0) -> torch.Tensor:
+    """A tensor of `shape` whose slices along `dim` repeat (drawn from a pool of 5), some adjacent."""
+    n = shape[dim]
+    slice_shape = [s for i, s in enumerate(shape) if i != dim]
+    size = int(torch.tensor(slice_shape).prod()) if slice_shape else 1
+    pool = sortdata.values(dtype, 5 * size, dist, seed).reshape(5, *slice_shape)
+    g = torch.Generator().manual_seed(seed)
+    picks = torch.randint(0, 5, (n,), generator=g)
+    picks[1::3] = picks[0::3][: picks[1::3].numel()]  # adjacent repeats
+    return pool[picks].movedim(0, dim).contiguous()
+
+
+def check_rows(call, x, *, what, expect_served=True, declined_ok=False):
+    both = run_both(call)
+    assert_same(both, context=what)
+    if expect_served and x.numel() >= 16:
+        declined = both.reasons().get("unique", {}).get("declined", 0)
+        assert both.served >= 1 or (declined_ok and declined), f"{what}: not served ({both.reasons()})"
+    return both
+
+
+@row_dtype_params
+@pytest.mark.parametrize("dist", ("random", "few", "signed_zero", "nan_inf", "equal"))
+def test_unique_dim_and_consecutive_dim(isa, dtype, dist):
+    if dist not in sortdata.applicable(dtype):
+        dist = "extremes" if dtype != torch.bool else "random"
+    for shape, dim in (((50, 3), 0), ((4, 60), 1), ((6, 40, 2), 1), ((30, 2, 2), -3), ((100, 1), 0), ((2, 7, 25), 2)):
+        x = rows_of(dtype, shape, dim, dist, seed=len(shape) + dim)
+        for flags in (dict(), dict(return_inverse=True, return_counts=True), dict(sorted=False, return_counts=True)):
+            check_rows(lambda: torch.unique(x, dim=dim, **flags), x, what=f"unique dim={dim} {shape} {flags}",
+                       declined_ok=dtype.is_floating_point)
+        for flags in (dict(), dict(return_inverse=True, return_counts=True)):
+            check_rows(lambda: torch.unique_consecutive(x, dim=dim, **flags), x,
+                       what=f"unique_consecutive dim={dim} {shape} {flags}")
+            check_rows(lambda: torch.ops.aten.unique_dim_consecutive(x, dim, **flags), x,
+                       what=f"unique_dim_consecutive dim={dim} {shape}")
+
+
+def test_unique_dim_of_strided_and_degenerate_inputs(isa):
+    x = rows_of(torch.int64, (40, 6), 0, "few")
+    check_rows(lambda: torch.unique(x.t(), dim=1, return_inverse=True), x, what="transposed")
+    check_rows(lambda: torch.unique(x[::2], dim=0, return_counts=True), x, what="sliced")
+    check_rows(lambda: torch.unique(x[:1].expand(30, 6), dim=0, return_inverse=True), x, what="expanded")
+    for what, call in (("dim out of range", lambda: torch.unique(x, dim=2)),
+                       ("empty dim", lambda: torch.unique(torch.zeros(0, 3), dim=0)),
+                       ("empty other dim", lambda: torch.unique(torch.zeros(3, 0), dim=0)),
+                       ("0-dim", lambda: torch.unique(torch.tensor(3), dim=0)),
+                       ("consecutive dim out of range", lambda: torch.unique_consecutive(x, dim=-3))):
+        assert_same(run_both(call), context=what)
+
+
+@row_dtype_params
+def test_unique_consecutive_flat_stays_torchs(isa, dtype):
+    x = sortdata.values(dtype, 2000, "few")
+    for flags in (dict(), dict(return_inverse=True, return_counts=True)):
+        both = run_both(lambda: torch.unique_consecutive(x, **flags))
+        assert_same(both, context=f"flat {flags}")
+        assert both.served == 0
+        both = run_both(lambda: torch.unique_consecutive(x, dim=0, **flags))
+        assert_same(both, context=f"1-d dim=0 {flags}")
+        assert both.served == 0
+
+
+def test_graph_edge_dedup_reaches_kwker_compiled():
+    edges = torch.randint(0, 50, (2, 3000))
+    compiled = torch.compile(lambda e: torch.unique(e, dim=1, return_inverse=True), backend="inductor")
+    assert_reaches_kwker(compiled, edges, ["unique"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(dtype=st.sampled_from(ROW_DTYPES), rows=st.integers(1, 60), width=st.integers(1, 5),
+       dist=st.sampled_from(("random", "few", "equal", "signed_zero", "nan_inf")), dim=st.sampled_from((0, 1)),
+       seed=st.integers(0, 2**16))
+def test_hypothesis_rows(isa, dtype, rows, width, dist, dim, seed):
+    if dist not in sortdata.applicable(dtype):
+        dist = "few"
+    shape = (rows, width) if dim == 0 else (width, rows)
+    x = rows_of(dtype, shape, dim, dist, seed)
+    assert_same(run_both(lambda: torch.unique(x, dim=dim, return_inverse=True, return_counts=True)), context="sorted")
+    assert_same(run_both(lambda: torch.unique_consecutive(x, dim=dim, return_inverse=True, return_counts=True)),
+                context="consecutive")

@@ -414,6 +414,21 @@ def unique_probe_inputs() -> list[ProbeInput]:
                     name = f"unique {_short(dtype)} {data} {n} {what}"
                     inputs.append(ProbeInput(name, (lambda name, data, dtype, n: lambda: _SORT_DATA[data](
                         n, dtype, _generator(name)).reshape(-1, 20 if n % 20 == 0 else 1))(name, data, dtype, n), run))
+    # Along a dim: rows drawn from a few distinct rows (repeats, adjacent ones too).
+    row_calls = {"dim=0 inverse counts": lambda x: torch.unique(x, dim=0, return_inverse=True, return_counts=True),
+                 "dim=1": lambda x: torch.unique(x, dim=1),
+                 "consecutive dim=0": lambda x: torch.unique_consecutive(x, dim=0, return_inverse=True, return_counts=True)}
+    for dtype in SORT_DTYPES:
+        for data in ("ties", "random") + (("specials",) if dtype.is_floating_point else ()):
+            for what, run in row_calls.items():
+                name = f"unique rows {_short(dtype)} {data} 300x4 {what}"
+
+                def make(name=name, data=data, dtype=dtype):
+                    gen = _generator(name)
+                    pool = _SORT_DATA[data](6 * 4, dtype, gen).reshape(6, 4)
+                    return pool[torch.randint(0, 6, (300,), generator=gen)]
+
+                inputs.append(ProbeInput(name, make, run))
     return inputs
 
 

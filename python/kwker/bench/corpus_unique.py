@@ -92,4 +92,12 @@ INPUTS = [
           build_targets(1 << 20, 10), lambda r: torch.unique(r, return_inverse=True)),
     entry("float-features-f32-1m", "unique", "distinct values of a continuous float32 feature (1M rows)",
           lambda gen: (torch.randn(1 << 20, generator=gen),), lambda x: torch.unique(x)),
+    entry("gnn-edge-dedup-dim1-2x300k", "unique dim=1 inverse", "deduplicating a multigraph's edges: edge_index 2 x 300k",
+          build_edge_index(300_000, 20_000), lambda e: torch.unique(e, dim=1, return_inverse=True)),
+    entry("dedup-feature-rows-f32-50000x16", "unique dim=0 counts", "distinct feature rows of a quantised (0/1/2) float32 table",
+          lambda gen: (torch.randint(0, 3, (50_000, 16), generator=gen).float(),),
+          lambda x: torch.unique(x, dim=0, return_counts=True)),
+    entry("rle-frames-consecutive-dim0", "unique_consecutive dim=0", "run-length encoding of repeated video frame codes (40k x 8)",
+          lambda gen: (torch.randint(0, 4, (10_000, 8), generator=gen).repeat_interleave(4, 0),),
+          lambda x: torch.unique_consecutive(x, dim=0, return_counts=True)),
 ]

@@ -62,4 +62,47 @@ class UniqueSorted {
   std::vector<int64_t> permutation_;  // sorting: where each sorted element came from
 };
 
+// torch's unique along a dim (aten::unique_dim: sorted; aten::unique_dim_consecutive and
+// unique_consecutive: consecutive) on the rows of a contiguous (rows x row_length) array, the dim moved
+// first as torch moves it.
+//
+// What torch returns (Unique.cpp, _unique_dim_cpu_template): for consecutive, runs of adjacent rows
+// equal elementwise (==: a NaN never equal, -0.0 equal to +0.0), each represented by its first row;
+// sorted, the rows std::sort-ed lexicographically by < first, then the same runs. The sorted answer
+// depends on std::sort's order of equal rows only through NaNs (< treats them as equal to anything)
+// and mixed zero signs: Kwker declines float inputs holding a NaN or both zeros, and otherwise its
+// answer is determined by the values: the distinct rows ascending, each row's run (inverse), run
+// lengths (counts). Consecutive answers never depend on an order and are never declined.
+// Algorithm: integer rows whose columns' value ranges multiply below 2^63 are packed into one int64
+// key per row and uniqued as UniqueSorted does; other rows are std::sort-ed by a row comparator.
+// Memory: 8 bytes per row (the sorted order or the packed keys) and 8 per run. Threads: the calling
+// thread.
+enum class RowRuns : uint8_t { kSorted, kConsecutive };
+
+class UniqueRows {
+ public:
+  // Reads rows x row_length contiguous elements (rows >= 1, row_length >= 1; any dtype, bool
+  // included) and finds the runs. Returns false, having kept nothing, where kSorted declines (above).
+  bool prepare(DType dtype, RowRuns runs, const void* data, int64_t rows, int64_t row_length);
+
+  int64_t count() const { return count_; }
+
+  // Writes the run representatives (count() x row_length elements), every input row's run (inverse:
+  // rows int64, or null) and the run lengths (counts: count() int64, or null). Once.
+  void write(void* values, int64_t* inverse, int64_t* counts);
+
+ private:
+  template <typename View> bool pack_rows(const View& view);
+
+  DType dtype_ = DType::kBool;
+  const uint8_t* data_ = nullptr;
+  int64_t rows_ = 0, row_length_ = 0, count_ = 0;
+  std::vector<int64_t> order_;   // kSorted: the rows in sorted order (empty: their own order)
+  std::vector<int64_t> starts_;  // position in order_ where each run starts, then rows
+  // kSorted integer rows whose columns' ranges multiply below 2^63: one int64 key per row (columns
+  // offset to their minimum, mixed-radix, first column most significant: the same order), uniqued.
+  std::vector<int64_t> packed_keys_;
+  UniqueSorted packed_;
+};
+
 }  // namespace kwker
