@@ -18,6 +18,7 @@
 
 #include <optional>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernel_state.h"
@@ -131,8 +132,11 @@ class SortCall {
     problem_.values = {values.mutable_data_ptr(), values.stride(dim_), values_strides_};
     problem_.indices = {indices.mutable_data_ptr(), indices.stride(dim_), indices_strides_};
     sort_rows(problem_);
-    if (fault_injected(Kernel::kSort) && indices.numel() > 1) {
-      *indices.mutable_data_ptr<int64_t>() = -1;  // test-only (kwker::inject_fault): a wrong answer
+    if (fault_injected(Kernel::kSort) && indices.size(dim_) > 1) {
+      // Test-only (kwker::inject_fault): a wrong answer that is still a permutation, since torch's own
+      // kernels (unique, quantile) index with what sort returns. The first row's first two indices swap.
+      int64_t* first = indices.mutable_data_ptr<int64_t>();
+      std::swap(first[0], first[indices.stride(dim_)]);
     }
   }
 
