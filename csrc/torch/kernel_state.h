@@ -9,7 +9,7 @@
 
 namespace kwker::adapter {
 
-enum class Kernel : uint8_t { kSort, kAdam, kSgd, kTopk, kKthvalue, kMedian, kSearchsorted, kUnique, kCount };
+enum class Kernel : uint8_t { kSort, kAdam, kSgd, kTopk, kKthvalue, kMedian, kSearchsorted, kUnique, kQuantile, kCount };
 const char* kernel_name(Kernel k);
 
 // Why a call went to torch's own kernel.
@@ -26,6 +26,7 @@ enum class Fallback : uint8_t {
   kDenormalsAreZero,  // torch.set_flush_denormal(True): torch's float comparisons see subnormals as 0
   kTorchCapability,   // torch's kernels here are not the FMA-contracting AVX2/AVX-512 build Kwker matches
   kFloatMode,         // the thread's MXCSR is not the default (flush-to-zero, denormals-are-zero, rounding)
+  kAutograd,          // inputs needing gradients: torch's composite runs, so autograd records its ops
   kCount,
 };
 const char* fallback_name(Fallback f);

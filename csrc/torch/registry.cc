@@ -30,7 +30,8 @@ std::array<KernelCounters, static_cast<size_t>(Kernel::kCount)> g_counters;
 std::array<std::atomic<bool>, static_cast<size_t>(Kernel::kCount)> g_faults{};
 
 struct Registration {
-  std::unique_ptr<torch::Library> library;
+  std::unique_ptr<torch::Library> library;           // at the CPU key
+  std::unique_ptr<torch::Library> autograd_library;  // at AutogradCPU (families that need it)
   std::vector<std::string> kernels;
 };
 std::mutex g_registration_mutex;
@@ -50,6 +51,9 @@ using RegisterFn = void (*)(torch::Library&);
 struct KernelFamily {
   const char* name;
   RegisterFn register_kernels;
+  // CompositeImplicitAutograd ops: the kernels are registered at AutogradCPU too (a CPU kernel alone
+  // would take the composite's place for autograd); they send inputs needing gradients to the composite.
+  bool also_autograd_cpu = false;
 };
 // The optimizer families override no aten kernel: Python calls their kwker:: ops (optim_ops.cc), which
 // check kernel_active().
@@ -61,7 +65,8 @@ constexpr KernelFamily kFamilies[] = {
     {"kthvalue", &register_kthvalue_kernels},
     {"median", &register_median_kernels},  // median and nanmedian
     {"searchsorted", &register_searchsorted_kernels},  // searchsorted and bucketize
-    {"unique", &register_unique_kernels},  // torch.unique without dim
+    {"unique", &register_unique_kernels},  // torch.unique, unique_consecutive along a dim
+    {"quantile", &register_quantile_kernels, true},  // quantile and nanquantile
 };
 
 std::atomic<uint32_t> g_registered_kernels{0};  // bit k: Kernel k is registered
@@ -84,17 +89,27 @@ void install(std::vector<std::string> kernels, bool enable_globally) {
   }
   if (!g_registration.library || g_registration.kernels != kernels) {
     g_registration.library.reset();
+    g_registration.autograd_library.reset();
     set_parallel_for(&aten_parallel_for);
     auto library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
                                                     c10::DispatchKey::CPU, __FILE__, __LINE__);
     SilentWarnings silent;
     c10::WarningUtils::WarningHandlerGuard guard(&silent);
+    std::unique_ptr<torch::Library> autograd_library;
     for (const auto& f : kFamilies) {
       for (const auto& name : kernels) {
-        if (name == f.name && f.register_kernels) f.register_kernels(*library);
+        if (name != f.name || !f.register_kernels) continue;
+        f.register_kernels(*library);
+        if (!f.also_autograd_cpu) continue;
+        if (!autograd_library) {
+          autograd_library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
+                                                              c10::DispatchKey::AutogradCPU, __FILE__, __LINE__);
+        }
+        f.register_kernels(*autograd_library);
       }
     }
     g_registration.library = std::move(library);
+    g_registration.autograd_library = std::move(autograd_library);
     g_registered_kernels.store(kernel_bits(kernels));
     g_registration.kernels = std::move(kernels);
   }
@@ -105,6 +120,7 @@ void uninstall() {
   std::lock_guard<std::mutex> lock(g_registration_mutex);
   g_enabled_globally.store(false);
   g_registered_kernels.store(0);
+  g_registration.autograd_library.reset();
   g_registration.library.reset();
   g_registration.kernels.clear();
 }
@@ -174,6 +190,7 @@ const char* kernel_name(Kernel k) {
     case Kernel::kMedian: return "median";
     case Kernel::kSearchsorted: return "searchsorted";
     case Kernel::kUnique: return "unique";
+    case Kernel::kQuantile: return "quantile";
     case Kernel::kCount: break;
   }
   return "?";
@@ -193,6 +210,7 @@ const char* fallback_name(Fallback f) {
     case Fallback::kDenormalsAreZero: return "denormals_are_zero";
     case Fallback::kTorchCapability: return "torch_capability";
     case Fallback::kFloatMode: return "float_mode";
+    case Fallback::kAutograd: return "autograd";
     case Fallback::kCount: break;
   }
   return "?";

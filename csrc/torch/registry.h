@@ -12,5 +12,7 @@ void register_kthvalue_kernels(torch::Library& library);
 void register_median_kernels(torch::Library& library);
 void register_searchsorted_kernels(torch::Library& library);
 void register_unique_kernels(torch::Library& library);
+// Also called with an AutogradCPU library: quantile and nanquantile are CompositeImplicitAutograd ops.
+void register_quantile_kernels(torch::Library& library);
 
 }  // namespace kwker::adapter

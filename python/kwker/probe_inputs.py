@@ -432,6 +432,31 @@ def unique_probe_inputs() -> list[ProbeInput]:
     return inputs
 
 
+# --- quantile, nanquantile -------------------------------------------------------------------------
+
+def quantile_probe_inputs() -> list[ProbeInput]:
+    inputs = []
+    for dtype in (torch.float32, torch.float64):
+        for data in ("ties", "random", "specials"):
+            for shape, dim in (((3000,), None), ((20, 300), 1), ((300, 20), 0)):
+                for mode in ("linear", "lower", "higher", "midpoint", "nearest"):
+                    for op in ("quantile", "nanquantile"):
+                        name = f"{op} {_short(dtype)} {data} {'x'.join(map(str, shape))} dim={dim} {mode}"
+
+                        def make(name=name, data=data, dtype=dtype, shape=shape):
+                            n = math.prod(shape)
+                            return _SORT_DATA[data](n, dtype, _generator(name)).reshape(shape)
+
+                        def run(x, op=op, dim=dim, mode=mode, dtype=dtype):
+                            q = torch.tensor([0.0, 0.1, 0.35, 0.5, 0.99, 1.0], dtype=dtype)
+                            fn = getattr(torch, op)
+                            return fn(x, q, dim=dim, interpolation=mode), fn(x, 0.3, dim=dim, keepdim=True,
+                                                                             interpolation=mode)
+
+                        inputs.append(ProbeInput(name, make, run))
+    return inputs
+
+
 PROBE_INPUTS: dict[str, Callable[[], list[ProbeInput]]] = {
     "sort": sort_probe_inputs,
     "topk": topk_probe_inputs,
@@ -439,6 +464,7 @@ PROBE_INPUTS: dict[str, Callable[[], list[ProbeInput]]] = {
     "median": median_probe_inputs,
     "searchsorted": searchsorted_probe_inputs,
     "unique": unique_probe_inputs,
+    "quantile": quantile_probe_inputs,
     "adam": adam_probe_inputs,
     "sgd": sgd_probe_inputs,
 }

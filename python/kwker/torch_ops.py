@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from . import _native, probe
 
 # Kernel families Kwker can serve, by the name used in stats(), exclude=, only= and KWKER_DISABLE.
-KERNELS = ("sort", "adam", "sgd", "topk", "kthvalue", "median", "searchsorted", "unique")
+KERNELS = ("sort", "adam", "sgd", "topk", "kthvalue", "median", "searchsorted", "unique", "quantile")
 
 _lock = threading.Lock()
 # The families the user asked for (exclude=/only=) at the current registration; None: not registered.
