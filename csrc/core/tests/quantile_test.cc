@@ -1,7 +1,7 @@
 // kwker::select_ranks against a sort: the element of each requested rank in ascending order with
 // NaN last, bit for bit, on rows torch's quantile would have Kwker serve (one zero sign; NaNs only
 // above the requested ranks): lengths around the bucketed path's threshold, repeated and many ranks,
-// heavy ties, narrow and wide key ranges, infinities, subnormals, several rows per call.
+// heavy ties, narrow and wide key ranges, infinities, subnormals, several rows per call; every ISA.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kwker/cpu.h"
 #include "kwker/quantile.h"
 
 namespace {
@@ -75,7 +76,19 @@ void check_all(kwker::DType dtype) {
   }
 }
 
-TEST(SelectRanks, Float32) { check_all<float>(kwker::DType::kFloat32); }
-TEST(SelectRanks, Float64) { check_all<double>(kwker::DType::kFloat64); }
+// Every ISA the CPU supports (the element-wise passes are per ISA).
+template <typename Float>
+void check_every_isa(kwker::DType dtype) {
+  const kwker::Isa saved = kwker::active_isa();
+  for (int isa = 0; isa <= static_cast<int>(kwker::detected_isa()); ++isa) {
+    SCOPED_TRACE(std::string(kwker::isa_name(static_cast<kwker::Isa>(isa))));
+    kwker::set_isa_cap(static_cast<kwker::Isa>(isa));
+    check_all<Float>(dtype);
+  }
+  kwker::set_isa_cap(saved);
+}
+
+TEST(SelectRanks, Float32) { check_every_isa<float>(kwker::DType::kFloat32); }
+TEST(SelectRanks, Float64) { check_every_isa<double>(kwker::DType::kFloat64); }
 
 }  // namespace

@@ -264,6 +264,29 @@ TEST(SearchSorted, RowsOfBoundariesEachWithTheirValues) {
   }
 }
 
+// 16-bit values numerous enough (2 per bit pattern) for the table of every pattern's position; the
+// table is searched with the row's sorter too. (8-bit tables are reached above, from 512 values.)
+TEST(SearchSorted, SixteenBitValuesThroughThePatternTable) {
+  std::mt19937_64 rng(3);
+  for (DType d : {DType::kInt16, DType::kFloat16, DType::kBFloat16}) {
+    Generator g(d, rng);
+    for (Rows kind : {Rows::kSorted, Rows::kUnsorted}) {
+      const auto row = boundary_row(g, d, kind, 100);
+      const int64_t n = 2 * 65536 + 17;
+      std::vector<uint64_t> values(n);
+      for (auto& v : values) v = g.random_bits();
+      for (SearchSide side : {SearchSide::kLeft, SearchSide::kRight}) {
+        std::vector<int64_t> sorter(100);
+        std::iota(sorter.begin(), sorter.end(), 0);
+        std::shuffle(sorter.begin(), sorter.end(), rng);
+        SearchCase c{d, side, side == SearchSide::kRight, 1, 100, n, row, values, kind == Rows::kUnsorted ? sorter : std::vector<int64_t>{}, ""};
+        c.name = std::string(dtype_name(d)) + " table " + rows_name(kind);
+        ASSERT_TRUE(check(c));
+      }
+    }
+  }
+}
+
 // A row copy (8/16-bit types, a sorter) that fewer values would not pay for: declined, nothing written.
 TEST(SearchSorted, DeclinesCopiesFewValuesWouldNotPayFor) {
   std::vector<int16_t> boundaries(4096);

@@ -9,7 +9,8 @@
 // the search right). On sorted boundaries without NaN that is the usual lower/upper bound; on any
 // other boundaries the answer depends on the probes, so Kwker does not search differently: it runs
 // exactly these steps, branch-free, for many values at once (vector gathers), which gives torch's
-// answer for every input.
+// answer for every input. 8- and 16-bit values searched in one row, when there are at least twice as
+// many values as bit patterns, are looked up in a table of every pattern's position (searched so).
 //
 // Memory: where one is needed, a copy of a boundary row (as 32-bit keys for 8- and 16-bit types, or in
 // sorter order), one per thread for N-d boundaries, freed on return.

@@ -1,5 +1,6 @@
-// select_ranks (kwker/quantile.h): keys k(x) order floats as torch's quantile order does (NaN last),
-// then the requested ranks of each row by nested nth_element (few ranks) or a sort (many).
+// select_ranks and scan_rows (kwker/quantile.h): keys k(x) order floats as torch's quantile order does
+// (NaN last; row_passes-inl.h, whose element-wise passes run in the ISA variant in use), then the
+// requested ranks of each row (bucketed, then nested nth_element or a radix sort).
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -7,11 +8,19 @@
 #include <type_traits>
 #include <vector>
 
+#include "kwker/cpu.h"
 #include "kwker/parallel.h"
 #include "kwker/quantile.h"
+#include "quantile/row_passes.h"
+
+namespace kwker::quantile_detail::baseline {
+#include "quantile/row_passes-inl.h"
+}  // namespace kwker::quantile_detail::baseline
 
 namespace kwker {
 namespace {
+
+using quantile_detail::baseline::Keys;
 
 // With more distinct ranks than this per short row, sorting the row is cheaper than selecting each.
 constexpr int64_t kMaxSelectedRanks = 16;
@@ -19,35 +28,36 @@ constexpr int64_t kMaxSelectedRanks = 16;
 // 2^kMaxBucketBits buckets (about one per 4 elements).
 constexpr int64_t kMinBucketedLength = 256;
 constexpr int kMaxBucketBits = 11;
+// Narrowed sets at least this large are narrowed again (nth_element costs several times a pass).
+constexpr int64_t kMinNarrowedLength = 48;
 // Rows per parallel work item: about this many elements.
 constexpr int64_t kGrainElements = 1 << 16;
 
-template <typename Float, typename Bits>
-struct Keys {
-  static constexpr Bits kSign = Bits{1} << (8 * sizeof(Bits) - 1);
-  static constexpr Bits kInfinity = std::is_same_v<Float, float> ? Bits(0x7F800000u) : Bits(0x7FF0000000000000ull);
-  static bool is_nan(Bits b) { return static_cast<Bits>(b & ~kSign) > kInfinity; }
-  // Numbers by value (sign-magnitude flipped), every NaN above +inf; branch-free (vectorises).
-  static Bits key(Float x) {
-    Bits b;
-    std::memcpy(&b, &x, sizeof b);
-    const Bits flipped = (b & kSign) ? static_cast<Bits>(~b) : static_cast<Bits>(b | kSign);
-    return is_nan(b) ? static_cast<Bits>(~Bits{0}) : flipped;
+using quantile_detail::RowPassKernels;
+
+const RowPassKernels& kernels() {
+  switch (active_isa()) {
+    case Isa::kAvx512: return quantile_detail::avx512::kKernels;
+    case Isa::kAvx2: return quantile_detail::avx2::kKernels;
+    case Isa::kScalar: break;
   }
-  static Float value(Bits k) {  // k is the key of a number
-    const Bits b = (k & kSign) ? (k & ~kSign) : ~k;
-    Float x;
-    std::memcpy(&x, &b, sizeof x);
-    return x;
-  }
-};
+  return quantile_detail::scalar::kKernels;
+}
+
+void row_keys(const float* x, int64_t n, uint32_t* keys, uint32_t* low, uint32_t* high) {
+  kernels().keys_f32(x, n, keys, low, high);
+}
+void row_keys(const double* x, int64_t n, uint64_t* keys, uint64_t* low, uint64_t* high) {
+  kernels().keys_f64(x, n, keys, low, high);
+}
+int64_t row_nans(const float* x, int64_t n, unsigned* zeros) { return kernels().nans_f32(x, n, zeros); }
+int64_t row_nans(const double* x, int64_t n, unsigned* zeros) { return kernels().nans_f64(x, n, zeros); }
 
 // Per-thread buffers, reused from row to row.
 template <typename Bits>
 struct Scratch {
-  std::vector<Bits> keys, gathered, sorted, wanted_keys;
-  std::vector<int64_t> wanted, below, buckets, local;
-  std::vector<uint8_t> is_wanted;
+  std::vector<Bits> keys, radix, wanted_keys;
+  std::vector<int64_t> wanted;
 };
 
 // LSD radix sort of keys[0, n) by 11-bit digits, skipping digits all keys share.
@@ -97,54 +107,71 @@ void select_in(Bits* keys, int64_t n, const int64_t* first, const int64_t* last,
   }
 }
 
-// Rows of kMinBucketedLength or more: a histogram of the keys over [low, high] gives each rank's bucket and its rank inside it;
-// the keys of the wanted buckets (a small part of the row, unless the data is concentrated) are
-// gathered, and the ranks are selected among them. out_keys[j] = the key of rank wanted[j].
+// The keys of ranks[0, r) (sorted, distinct) of keys[0, n), all within [low, high], into out[0, r).
+// Sets of at least `min_length` keys are narrowed first: a histogram over [low, high] (about one
+// bucket per 4 keys, at most 2^kMaxBucketBits) puts each rank in a bucket; the keys of those buckets
+// are moved, bucket by bucket, into segments of one buffer, and each segment (a narrower key range)
+// is searched for its ranks the same way. Smaller sets, and sets no bucket splits, are selected in
+// place. keys[0, n) is reordered.
 template <typename Bits>
-void bucketed_select(const Bits* keys, int64_t n, Bits low, Bits high, Scratch<Bits>& s) {
-  const int bucket_bits = std::min<int>(kMaxBucketBits, std::bit_width(static_cast<uint64_t>(n / 4)));
+void select_narrowing(Bits* keys, int64_t n, Bits low, Bits high, const int64_t* ranks, int64_t r, Bits* out,
+                      int64_t min_length, std::vector<Bits>& radix) {
   const int span_bits = std::bit_width(static_cast<uint64_t>(high - low));
+  if (n < min_length || span_bits == 0) {
+    select_in(keys, n, ranks, ranks + r, radix);
+    for (int64_t j = 0; j < r; ++j) out[j] = keys[ranks[j]];
+    return;
+  }
+  const int bucket_bits = std::min<int>(kMaxBucketBits, std::bit_width(static_cast<uint64_t>(n / 4)));
   const int shift = std::max(0, span_bits - bucket_bits);
   const size_t bucket_count = (static_cast<size_t>(high - low) >> shift) + 1;
-  auto& below = s.below;  // elements in earlier buckets, after the prefix sum
-  below.assign(bucket_count, 0);
+  std::vector<int64_t> below(bucket_count + 1, 0);  // keys in earlier buckets, after the prefix sum
   for (int64_t i = 0; i < n; ++i) ++below[(keys[i] - low) >> shift];
   int64_t running = 0;
-  for (auto& b : below) {
-    const int64_t c = b;
-    b = running;
-    running += c;
+  for (auto& c : below) {
+    const int64_t k = c;
+    c = running;
+    running += k;
   }
-  // The buckets holding wanted ranks, in order (each wanted rank in one of them).
-  s.buckets.clear();
-  for (int64_t rank : s.wanted) {
-    const int64_t bucket = std::upper_bound(below.begin(), below.end(), rank) - below.begin() - 1;
-    if (s.buckets.empty() || s.buckets.back() != bucket) s.buckets.push_back(bucket);
+  // The wanted buckets in order; segment_of[b] = 1 + its segment (0: not wanted).
+  std::vector<int64_t> buckets;
+  for (int64_t j = 0; j < r; ++j) {
+    const int64_t bucket = std::upper_bound(below.begin(), below.end(), ranks[j]) - below.begin() - 1;
+    if (buckets.empty() || buckets.back() != bucket) buckets.push_back(bucket);
   }
-  s.is_wanted.assign(bucket_count, 0);
-  for (int64_t b : s.buckets) s.is_wanted[b] = 1;
-  s.gathered.resize(static_cast<size_t>(n));
-  Bits* gathered = s.gathered.data();
-  const uint8_t* is_wanted = s.is_wanted.data();
-  int64_t count = 0;
+  if (buckets.size() == 1 && below[buckets[0] + 1] - below[buckets[0]] == n) {  // one bucket holds all
+    select_in(keys, n, ranks, ranks + r, radix);
+    for (int64_t j = 0; j < r; ++j) out[j] = keys[ranks[j]];
+    return;
+  }
+  std::vector<uint32_t> segment_of(bucket_count, 0);
+  std::vector<int64_t> cursor(buckets.size() + 1);
+  int64_t total = 0;
+  for (size_t g = 0; g < buckets.size(); ++g) {
+    segment_of[buckets[g]] = static_cast<uint32_t>(g + 1);
+    cursor[g + 1] = total;
+    total += below[buckets[g] + 1] - below[buckets[g]];
+  }
+  cursor[0] = total;  // not wanted: written to a scratch slot past the segments
+  std::vector<Bits> segments(static_cast<size_t>(total) + 1);
   for (int64_t i = 0; i < n; ++i) {
-    gathered[count] = keys[i];
-    count += is_wanted[(keys[i] - low) >> shift];
+    const uint32_t g = segment_of[(keys[i] - low) >> shift];
+    segments[cursor[g]] = keys[i];
+    cursor[g] += g != 0;
   }
-  // The gathered keys are whole buckets, so a rank's element is the one of rank (rank - elements in
-  // earlier buckets + gathered elements of earlier wanted buckets) among them.
-  s.local.clear();  // ranks among the gathered keys, ascending like wanted
-  int64_t gathered_below = 0;
-  for (int64_t b : s.buckets) {
-    const int64_t bucket_end = (b + 1 < static_cast<int64_t>(below.size())) ? below[b + 1] : running;
-    for (int64_t rank : s.wanted) {
-      if (rank >= below[b] && rank < bucket_end) s.local.push_back(gathered_below + rank - below[b]);
-    }
-    gathered_below += bucket_end - below[b];
+  std::vector<int64_t> local;
+  int64_t j = 0, offset = 0;
+  for (const int64_t b : buckets) {
+    const int64_t size = below[b + 1] - below[b];
+    local.clear();
+    const int64_t first = j;
+    for (; j < r && ranks[j] < below[b + 1]; ++j) local.push_back(ranks[j] - below[b]);
+    const Bits bucket_low = static_cast<Bits>(low + (static_cast<Bits>(b) << shift));
+    const Bits bucket_high = static_cast<Bits>(std::min<uint64_t>(high, bucket_low + ((uint64_t{1} << shift) - 1)));
+    select_narrowing(segments.data() + offset, size, bucket_low, bucket_high, local.data(),
+                     static_cast<int64_t>(local.size()), out + first, kMinNarrowedLength, radix);
+    offset += size;
   }
-  select_in(gathered, count, s.local.data(), s.local.data() + s.local.size(), s.sorted);
-  s.wanted_keys.resize(s.wanted.size());
-  for (size_t j = 0; j < s.wanted.size(); ++j) s.wanted_keys[j] = gathered[s.local[j]];
 }
 
 template <typename Float, typename Bits>
@@ -160,50 +187,39 @@ void select_typed(const RankSelectProblem& p) {
     Bits* keys = s.keys.data();
     for (int64_t row = begin; row < end; ++row) {
       const Float* x = rows + row * n;
-      Bits low = ~Bits{0}, high = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        keys[i] = K::key(x[i]);
-        low = std::min(low, keys[i]);
-        high = std::max(high, keys[i]);
-      }
+      Bits low, high;
+      row_keys(x, n, keys, &low, &high);
       const int64_t* ranks = p.ranks + row * r;
       s.wanted.assign(ranks, ranks + r);
       std::sort(s.wanted.begin(), s.wanted.end());
       s.wanted.erase(std::unique(s.wanted.begin(), s.wanted.end()), s.wanted.end());
       if (n >= kMinBucketedLength) {
-        bucketed_select(keys, n, low, high, s);
+        s.wanted_keys.resize(s.wanted.size());
+        select_narrowing(keys, n, low, high, s.wanted.data(), static_cast<int64_t>(s.wanted.size()),
+                         s.wanted_keys.data(), kMinBucketedLength, s.radix);
         for (int64_t j = 0; j < r; ++j) {
           const int64_t at = std::lower_bound(s.wanted.begin(), s.wanted.end(), ranks[j]) - s.wanted.begin();
           out[row * r + j] = K::value(s.wanted_keys[at]);
         }
       } else {
-        select_in(keys, n, s.wanted.data(), s.wanted.data() + s.wanted.size(), s.sorted);
+        select_in(keys, n, s.wanted.data(), s.wanted.data() + s.wanted.size(), s.radix);
         for (int64_t j = 0; j < r; ++j) out[row * r + j] = K::value(keys[ranks[j]]);
       }
     }
   });
 }
 
-template <typename Float, typename Bits>
+template <typename Float>
 RowsScan scan_typed(const Float* rows, int64_t row_count, int64_t n, int64_t* numbers) {
-  using K = Keys<Float, Bits>;
   RowsScan s;
-  Bits negative_zeros = 0, positive_zeros = 0;
+  unsigned zeros = 0;
   for (int64_t r = 0; r < row_count; ++r) {
-    const Float* x = rows + r * n;
-    int64_t nans = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      Bits b;
-      std::memcpy(&b, x + i, sizeof b);
-      nans += K::is_nan(b);
-      negative_zeros |= b == K::kSign;
-      positive_zeros |= b == 0;
-    }
+    const int64_t nans = row_nans(rows + r * n, n, &zeros);
     numbers[r] = n - nans;
     s.any_nan |= nans > 0;
     s.all_nan_row |= nans == n;
   }
-  s.both_zero_signs = negative_zeros && positive_zeros;
+  s.both_zero_signs = zeros == 3;
   return s;
 }
 
@@ -211,9 +227,9 @@ RowsScan scan_typed(const Float* rows, int64_t row_count, int64_t n, int64_t* nu
 
 RowsScan scan_rows(DType dtype, const void* rows, int64_t row_count, int64_t row_length, int64_t* numbers) {
   if (dtype == DType::kFloat32) {
-    return scan_typed<float, uint32_t>(static_cast<const float*>(rows), row_count, row_length, numbers);
+    return scan_typed(static_cast<const float*>(rows), row_count, row_length, numbers);
   }
-  return scan_typed<double, uint64_t>(static_cast<const double*>(rows), row_count, row_length, numbers);
+  return scan_typed(static_cast<const double*>(rows), row_count, row_length, numbers);
 }
 
 void select_ranks(const RankSelectProblem& p) {

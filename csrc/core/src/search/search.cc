@@ -25,6 +25,9 @@ constexpr int64_t kGrainValues = 4096;
 // A row copy costs about as much as this many binary-search steps of torch's per boundary.
 constexpr int64_t kCopyCostInSteps = 4;
 constexpr int64_t kValueBlock = 512;
+// 8- and 16-bit values against one row: with at least this many values per possible bit pattern, every
+// pattern's position is searched once and the values look theirs up.
+constexpr int64_t kValuesPerTableEntry = 2;
 
 const SearchKernels& kernels() {
   switch (active_isa()) {
@@ -138,6 +141,26 @@ bool search_typed(const SearchSortedProblem& p) {
   };
 
   const int64_t per_row = p.values_per_row;
+  if constexpr (kWidened) {
+    constexpr int64_t kPatterns = int64_t{1} << (8 * sizeof(Stored));
+    if (p.boundary_rows == 1 && per_row >= kValuesPerTableEntry * kPatterns) {
+      std::vector<Key> copy, patterns(kPatterns);
+      const Key* row = row_keys(0, copy);
+      for (int64_t b = 0; b < kPatterns; ++b) patterns[b] = Type::key(static_cast<Stored>(b));
+      std::vector<char> table(kPatterns * out_size);
+      search(row, m, patterns.data(), kPatterns, p.side, p.out_int32, table.data());
+      using Unsigned = std::make_unsigned_t<Stored>;
+      const auto look_up = [&]<typename Out>(Out* to) {
+        const Out* from = reinterpret_cast<const Out*>(table.data());
+        parallel_for(0, per_row, kGrainValues, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) to[i] = from[static_cast<Unsigned>(values[i])];
+        });
+      };
+      if (p.out_int32) look_up(reinterpret_cast<int32_t*>(out));
+      else look_up(reinterpret_cast<int64_t*>(out));
+      return true;
+    }
+  }
   if (p.boundary_rows == 1) {
     std::vector<Key> copy;
     const Key* row = row_keys(0, copy);

@@ -1,0 +1,13 @@
+// The quantile row passes compiled for avx512: see row_passes-inl.h.
+#define KWKER_ISA_AVX512 1
+
+#include <cstdint>
+
+#include "quantile/row_passes.h"
+
+namespace kwker::quantile_detail::avx512 {
+#include "quantile/row_passes-inl.h"
+
+const RowPassKernels kKernels = {&row_keys<float, uint32_t>, &row_keys<double, uint64_t>,
+                                 &row_nans<float, uint32_t>, &row_nans<double, uint64_t>};
+}  // namespace kwker::quantile_detail::avx512
