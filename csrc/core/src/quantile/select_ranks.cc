@@ -125,8 +125,17 @@ void select_narrowing(Bits* keys, int64_t n, Bits low, Bits high, const int64_t*
   const int bucket_bits = std::min<int>(kMaxBucketBits, std::bit_width(static_cast<uint64_t>(n / 4)));
   const int shift = std::max(0, span_bits - bucket_bits);
   const size_t bucket_count = (static_cast<size_t>(high - low) >> shift) + 1;
-  std::vector<int64_t> below(bucket_count + 1, 0);  // keys in earlier buckets, after the prefix sum
-  for (int64_t i = 0; i < n; ++i) ++below[(keys[i] - low) >> shift];
+  // Counted in two interleaved tables: neighbours in one bucket would chain one counter's updates.
+  std::vector<int64_t> below(2 * (bucket_count + 1), 0);  // then: keys in earlier buckets (prefix sum)
+  int64_t* odd = below.data() + bucket_count + 1;
+  int64_t i = 0;
+  for (; i + 1 < n; i += 2) {
+    ++below[(keys[i] - low) >> shift];
+    ++odd[(keys[i + 1] - low) >> shift];
+  }
+  if (i < n) ++below[(keys[i] - low) >> shift];
+  for (size_t b = 0; b <= bucket_count; ++b) below[b] += odd[b];
+  below.resize(bucket_count + 1);
   int64_t running = 0;
   for (auto& c : below) {
     const int64_t k = c;
@@ -152,12 +161,12 @@ void select_narrowing(Bits* keys, int64_t n, Bits low, Bits high, const int64_t*
     cursor[g + 1] = total;
     total += below[buckets[g] + 1] - below[buckets[g]];
   }
-  cursor[0] = total;  // not wanted: written to a scratch slot past the segments
-  std::vector<Bits> segments(static_cast<size_t>(total) + 1);
-  for (int64_t i = 0; i < n; ++i) {
+  std::vector<Bits> segments(static_cast<size_t>(total));
+  for (i = 0; i < n; ++i) {
+    // A branch, not a store to a dump slot: most keys are not wanted, and the slot's counter would
+    // chain every iteration through memory.
     const uint32_t g = segment_of[(keys[i] - low) >> shift];
-    segments[cursor[g]] = keys[i];
-    cursor[g] += g != 0;
+    if (g != 0) segments[cursor[g]++] = keys[i];
   }
   std::vector<int64_t> local;
   int64_t j = 0, offset = 0;
