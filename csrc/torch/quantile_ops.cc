@@ -162,14 +162,8 @@ std::optional<Tensor> quantile_on_kwker(const Tensor& self, const Tensor& q, std
 }
 
 // torch's composite (autograd, errors, and everything Kwker leaves to torch).
-template <bool kIgnoreNan>
-Tensor composite(const Tensor& self, const Tensor& q, std::optional<int64_t> dim, bool keepdim, c10::string_view i) {
-  if constexpr (kIgnoreNan) return at::compositeimplicitautograd::nanquantile(self, q, dim, keepdim, i);
-  return at::compositeimplicitautograd::quantile(self, q, dim, keepdim, i);
-}
-
-template <bool kIgnoreNan>
-Tensor composite(const Tensor& self, double q, std::optional<int64_t> dim, bool keepdim, c10::string_view i) {
+template <bool kIgnoreNan, typename Q>
+Tensor composite(const Tensor& self, Q q, std::optional<int64_t> dim, bool keepdim, c10::string_view i) {
   if constexpr (kIgnoreNan) return at::compositeimplicitautograd::nanquantile(self, q, dim, keepdim, i);
   return at::compositeimplicitautograd::quantile(self, q, dim, keepdim, i);
 }
@@ -181,32 +175,21 @@ Tensor& composite_out(const Tensor& self, Q q, std::optional<int64_t> dim, bool 
   return at::compositeimplicitautograd::quantile_outf(self, q, dim, keepdim, i, out);
 }
 
-// q as torch makes a float q a tensor (after its own range check, which a bad q leaves to torch).
-std::optional<Tensor> q_tensor(const Tensor& self, double q) {
+// q as a tensor: a float q as torch makes it one (after its own range check, which a bad q leaves to
+// torch).
+std::optional<Tensor> as_q_tensor(const Tensor& self, const Tensor& q) { return q; }
+std::optional<Tensor> as_q_tensor(const Tensor& self, double q) {
   if (!(q >= 0 && q <= 1)) return std::nullopt;
   return at::scalar_tensor(q, self.options());
 }
 
-template <bool kIgnoreNan>
-Tensor quantile_tensor_q(const Tensor& self, const Tensor& q, std::optional<int64_t> dim, bool keepdim,
-                         c10::string_view interpolation) {
+template <bool kIgnoreNan, typename Q>
+Tensor quantile_functional(const Tensor& self, Q q, std::optional<int64_t> dim, bool keepdim,
+                           c10::string_view interpolation) {
   CallRecord call(Kernel::kQuantile);
   Fallback why = Fallback::kArguments;
-  if (auto result = quantile_on_kwker(self, q, dim, keepdim, interpolation, kIgnoreNan, &why)) {
-    call.served();
-    return *result;
-  }
-  call.fell_back(why);
-  return composite<kIgnoreNan>(self, q, dim, keepdim, interpolation);
-}
-
-template <bool kIgnoreNan>
-Tensor quantile_float_q(const Tensor& self, double q, std::optional<int64_t> dim, bool keepdim,
-                        c10::string_view interpolation) {
-  CallRecord call(Kernel::kQuantile);
-  Fallback why = Fallback::kArguments;
-  if (const auto q_as_tensor = q_tensor(self, q)) {
-    if (auto result = quantile_on_kwker(self, *q_as_tensor, dim, keepdim, interpolation, kIgnoreNan, &why)) {
+  if (const auto q_tensor = as_q_tensor(self, q)) {
+    if (auto result = quantile_on_kwker(self, *q_tensor, dim, keepdim, interpolation, kIgnoreNan, &why)) {
       call.served();
       return *result;
     }
@@ -220,13 +203,15 @@ bool out_usable(const Tensor& self, const Tensor& out) {
   return plain_strided(out) && out.scalar_type() == self.scalar_type() && !needs_autograd(out) && distinct(out, self);
 }
 
-template <bool kIgnoreNan>
-Tensor& quantile_tensor_q_out(const Tensor& self, const Tensor& q, std::optional<int64_t> dim, bool keepdim,
-                              c10::string_view interpolation, Tensor& out) {
+template <bool kIgnoreNan, typename Q>
+Tensor& quantile_out(const Tensor& self, Q q, std::optional<int64_t> dim, bool keepdim,
+                     c10::string_view interpolation, Tensor& out) {
   CallRecord call(Kernel::kQuantile);
-  Fallback why = Fallback::kOutTensors;
-  if (out_usable(self, out)) {
-    if (auto result = quantile_on_kwker(self, q, dim, keepdim, interpolation, kIgnoreNan, &why)) {
+  Fallback why = Fallback::kArguments;
+  const auto q_tensor = as_q_tensor(self, q);
+  if (q_tensor && !out_usable(self, out)) why = Fallback::kOutTensors;
+  if (q_tensor && out_usable(self, out)) {
+    if (auto result = quantile_on_kwker(self, *q_tensor, dim, keepdim, interpolation, kIgnoreNan, &why)) {
       at::native::resize_output(out, result->sizes());
       out.copy_(*result);
       call.served();
@@ -237,46 +222,29 @@ Tensor& quantile_tensor_q_out(const Tensor& self, const Tensor& q, std::optional
   return composite_out<kIgnoreNan>(self, q, dim, keepdim, interpolation, out);
 }
 
-template <bool kIgnoreNan>
-Tensor& quantile_float_q_out(const Tensor& self, double q, std::optional<int64_t> dim, bool keepdim,
-                             c10::string_view interpolation, Tensor& out) {
-  CallRecord call(Kernel::kQuantile);
-  Fallback why = Fallback::kOutTensors;
-  const auto q_as_tensor = q_tensor(self, q);
-  if (!q_as_tensor) why = Fallback::kArguments;
-  if (q_as_tensor && out_usable(self, out)) {
-    if (auto result = quantile_on_kwker(self, *q_as_tensor, dim, keepdim, interpolation, kIgnoreNan, &why)) {
-      at::native::resize_output(out, result->sizes());
-      out.copy_(*result);
-      call.served();
-      return out;
-    }
-  }
-  call.fell_back(why);
-  return composite_out<kIgnoreNan>(self, q, dim, keepdim, interpolation, out);
-}
+using TensorQ = const Tensor&;
 
-static_assert(std::is_same_v<decltype(quantile_tensor_q<false>), at::_ops::quantile::schema>);
-static_assert(std::is_same_v<decltype(quantile_float_q<false>), at::_ops::quantile_scalar::schema>);
-static_assert(std::is_same_v<decltype(quantile_tensor_q_out<false>), at::_ops::quantile_out::schema>);
-static_assert(std::is_same_v<decltype(quantile_float_q_out<false>), at::_ops::quantile_scalar_out::schema>);
-static_assert(std::is_same_v<decltype(quantile_tensor_q<true>), at::_ops::nanquantile::schema>);
-static_assert(std::is_same_v<decltype(quantile_float_q<true>), at::_ops::nanquantile_scalar::schema>);
-static_assert(std::is_same_v<decltype(quantile_tensor_q_out<true>), at::_ops::nanquantile_out::schema>);
-static_assert(std::is_same_v<decltype(quantile_float_q_out<true>), at::_ops::nanquantile_scalar_out::schema>);
+static_assert(std::is_same_v<decltype(quantile_functional<false, TensorQ>), at::_ops::quantile::schema>);
+static_assert(std::is_same_v<decltype(quantile_functional<false, double>), at::_ops::quantile_scalar::schema>);
+static_assert(std::is_same_v<decltype(quantile_out<false, TensorQ>), at::_ops::quantile_out::schema>);
+static_assert(std::is_same_v<decltype(quantile_out<false, double>), at::_ops::quantile_scalar_out::schema>);
+static_assert(std::is_same_v<decltype(quantile_functional<true, TensorQ>), at::_ops::nanquantile::schema>);
+static_assert(std::is_same_v<decltype(quantile_functional<true, double>), at::_ops::nanquantile_scalar::schema>);
+static_assert(std::is_same_v<decltype(quantile_out<true, TensorQ>), at::_ops::nanquantile_out::schema>);
+static_assert(std::is_same_v<decltype(quantile_out<true, double>), at::_ops::nanquantile_scalar_out::schema>);
 
 }  // namespace
 
 // Called with the CPU library and with the AutogradCPU one: the same kernels at both keys.
 void register_quantile_kernels(torch::Library& library) {
-  library.impl("quantile", TORCH_FN(quantile_tensor_q<false>));
-  library.impl("quantile.scalar", TORCH_FN(quantile_float_q<false>));
-  library.impl("quantile.out", TORCH_FN(quantile_tensor_q_out<false>));
-  library.impl("quantile.scalar_out", TORCH_FN(quantile_float_q_out<false>));
-  library.impl("nanquantile", TORCH_FN(quantile_tensor_q<true>));
-  library.impl("nanquantile.scalar", TORCH_FN(quantile_float_q<true>));
-  library.impl("nanquantile.out", TORCH_FN(quantile_tensor_q_out<true>));
-  library.impl("nanquantile.scalar_out", TORCH_FN(quantile_float_q_out<true>));
+  library.impl("quantile", TORCH_FN((quantile_functional<false, TensorQ>)));
+  library.impl("quantile.scalar", TORCH_FN((quantile_functional<false, double>)));
+  library.impl("quantile.out", TORCH_FN((quantile_out<false, TensorQ>)));
+  library.impl("quantile.scalar_out", TORCH_FN((quantile_out<false, double>)));
+  library.impl("nanquantile", TORCH_FN((quantile_functional<true, TensorQ>)));
+  library.impl("nanquantile.scalar", TORCH_FN((quantile_functional<true, double>)));
+  library.impl("nanquantile.out", TORCH_FN((quantile_out<true, TensorQ>)));
+  library.impl("nanquantile.scalar_out", TORCH_FN((quantile_out<true, double>)));
 }
 
 }  // namespace kwker::adapter
