@@ -13,6 +13,7 @@ import functools
 import torch
 
 from .corpus import BenchInput
+from .corpus_median import build_sensor_series
 
 FAMILY = "quantile"
 entry = functools.partial(BenchInput, FAMILY)
@@ -25,15 +26,6 @@ def build_activations(rows, width, dtype=torch.float32):
 def build_relu_activations(n):
     """Post-ReLU activations: half exact +0.0 (one zero sign), half positive."""
     return lambda gen: (torch.relu(torch.randn(n, generator=gen)),)
-
-
-def build_sensor_gaps(sensors, hours, missing):
-    def build(gen):
-        x = torch.randn(sensors, hours, generator=gen).cumsum(-1) * 0.1 + 20
-        x[torch.rand(sensors, hours, generator=gen) < missing] = float("nan")
-        return (x,)
-
-    return build
 
 
 def build_features(samples, features, dtype=torch.float32):
@@ -66,9 +58,9 @@ INPUTS = [
           build_activations(512, 4096), lambda x: (torch.quantile(x, 0.1, dim=1, interpolation="nearest"),
                                                    torch.quantile(x, 0.9, dim=1, interpolation="midpoint"))),
     entry("sensors-nanquantile-512x8760", "nanquantile dim=-1 3q", "yearly quartiles of hourly sensor readings with 5% gaps",
-          build_sensor_gaps(512, 8760, 0.05), lambda x: torch.nanquantile(x, Q3, dim=-1)),
+          build_sensor_series(512, 8760, 0.05), lambda x: torch.nanquantile(x, Q3, dim=-1)),
     entry("sensors-nanquantile-all-1m", "nanquantile q=0.95", "95th percentile of 1M readings with 20% missing",
-          build_sensor_gaps(1, 1 << 20, 0.2), lambda x: torch.nanquantile(x, 0.95)),
+          build_sensor_series(1, 1 << 20, 0.2), lambda x: torch.nanquantile(x, 0.95)),
     entry("grad-norm-quantile-clip", "quantile q=0.9 keepdim", "adaptive gradient clipping: 90th percentile of 262k grad norms",
           lambda gen: (torch.randn(262_144, generator=gen).abs(),), lambda g: torch.quantile(g, 0.9, keepdim=True)),
     entry("quantile-out-256x4096", "quantile dim=1 out=", "per-row medians into a preallocated buffer",
