@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <type_traits>
 #include <vector>
 
@@ -53,11 +54,22 @@ void row_keys(const double* x, int64_t n, uint64_t* keys, uint64_t* low, uint64_
 int64_t row_nans(const float* x, int64_t n, unsigned* zeros) { return kernels().nans_f32(x, n, zeros); }
 int64_t row_nans(const double* x, int64_t n, unsigned* zeros) { return kernels().nans_f64(x, n, zeros); }
 
+// One narrowing level's buffers (select_narrowing), reused from call to call.
+template <typename Bits>
+struct Level {
+  std::vector<int64_t> below, buckets, cursor, local;
+  std::vector<uint32_t> segment_of;
+  std::vector<Bits> segments;
+};
+
 // Per-thread buffers, reused from row to row.
 template <typename Bits>
 struct Scratch {
   std::vector<Bits> keys, radix, wanted_keys;
   std::vector<int64_t> wanted;
+  // By depth: a call at depth d uses levels[d] and recurses into d + 1 (a deque: growing it keeps the
+  // outer calls' references valid).
+  std::deque<Level<Bits>> levels;
 };
 
 // LSD radix sort of keys[0, n) by 11-bit digits, skipping digits all keys share.
@@ -115,7 +127,9 @@ void select_in(Bits* keys, int64_t n, const int64_t* first, const int64_t* last,
 // place. keys[0, n) is reordered.
 template <typename Bits>
 void select_narrowing(Bits* keys, int64_t n, Bits low, Bits high, const int64_t* ranks, int64_t r, Bits* out,
-                      int64_t min_length, std::vector<Bits>& radix) {
+                      Scratch<Bits>& scratch, size_t depth = 0) {
+  const int64_t min_length = depth == 0 ? kMinBucketedLength : kMinNarrowedLength;
+  std::vector<Bits>& radix = scratch.radix;
   const int span_bits = std::bit_width(static_cast<uint64_t>(high - low));
   if (n < min_length || span_bits == 0) {
     select_in(keys, n, ranks, ranks + r, radix);
@@ -126,7 +140,10 @@ void select_narrowing(Bits* keys, int64_t n, Bits low, Bits high, const int64_t*
   const int shift = std::max(0, span_bits - bucket_bits);
   const size_t bucket_count = (static_cast<size_t>(high - low) >> shift) + 1;
   // Counted in two interleaved tables: neighbours in one bucket would chain one counter's updates.
-  std::vector<int64_t> below(2 * (bucket_count + 1), 0);  // then: keys in earlier buckets (prefix sum)
+  if (scratch.levels.size() <= depth) scratch.levels.resize(depth + 1);
+  Level<Bits>& level = scratch.levels[depth];
+  std::vector<int64_t>& below = level.below;  // then: keys in earlier buckets (prefix sum)
+  below.assign(2 * (bucket_count + 1), 0);
   int64_t* odd = below.data() + bucket_count + 1;
   int64_t i = 0;
   for (; i + 1 < n; i += 2) {
@@ -143,7 +160,8 @@ void select_narrowing(Bits* keys, int64_t n, Bits low, Bits high, const int64_t*
     running += k;
   }
   // The wanted buckets in order; segment_of[b] = 1 + its segment (0: not wanted).
-  std::vector<int64_t> buckets;
+  std::vector<int64_t>& buckets = level.buckets;
+  buckets.clear();
   for (int64_t j = 0; j < r; ++j) {
     const int64_t bucket = std::upper_bound(below.begin(), below.end(), ranks[j]) - below.begin() - 1;
     if (buckets.empty() || buckets.back() != bucket) buckets.push_back(bucket);
@@ -153,22 +171,25 @@ void select_narrowing(Bits* keys, int64_t n, Bits low, Bits high, const int64_t*
     for (int64_t j = 0; j < r; ++j) out[j] = keys[ranks[j]];
     return;
   }
-  std::vector<uint32_t> segment_of(bucket_count, 0);
-  std::vector<int64_t> cursor(buckets.size() + 1);
+  std::vector<uint32_t>& segment_of = level.segment_of;
+  segment_of.assign(bucket_count, 0);
+  std::vector<int64_t>& cursor = level.cursor;
+  cursor.assign(buckets.size() + 1, 0);
   int64_t total = 0;
   for (size_t g = 0; g < buckets.size(); ++g) {
     segment_of[buckets[g]] = static_cast<uint32_t>(g + 1);
     cursor[g + 1] = total;
     total += below[buckets[g] + 1] - below[buckets[g]];
   }
-  std::vector<Bits> segments(static_cast<size_t>(total));
+  std::vector<Bits>& segments = level.segments;
+  segments.resize(static_cast<size_t>(total));
   for (i = 0; i < n; ++i) {
     // A branch, not a store to a dump slot: most keys are not wanted, and the slot's counter would
     // chain every iteration through memory.
     const uint32_t g = segment_of[(keys[i] - low) >> shift];
     if (g != 0) segments[cursor[g]++] = keys[i];
   }
-  std::vector<int64_t> local;
+  std::vector<int64_t>& local = level.local;
   int64_t j = 0, offset = 0;
   for (const int64_t b : buckets) {
     const int64_t size = below[b + 1] - below[b];
@@ -178,7 +199,7 @@ void select_narrowing(Bits* keys, int64_t n, Bits low, Bits high, const int64_t*
     const Bits bucket_low = static_cast<Bits>(low + (static_cast<Bits>(b) << shift));
     const Bits bucket_high = static_cast<Bits>(std::min<uint64_t>(high, bucket_low + ((uint64_t{1} << shift) - 1)));
     select_narrowing(segments.data() + offset, size, bucket_low, bucket_high, local.data(),
-                     static_cast<int64_t>(local.size()), out + first, kMinNarrowedLength, radix);
+                     static_cast<int64_t>(local.size()), out + first, scratch, depth + 1);
     offset += size;
   }
 }
@@ -205,7 +226,7 @@ void select_typed(const RankSelectProblem& p) {
       if (n >= kMinBucketedLength) {
         s.wanted_keys.resize(s.wanted.size());
         select_narrowing(keys, n, low, high, s.wanted.data(), static_cast<int64_t>(s.wanted.size()),
-                         s.wanted_keys.data(), kMinBucketedLength, s.radix);
+                         s.wanted_keys.data(), s);
         for (int64_t j = 0; j < r; ++j) {
           const int64_t at = std::lower_bound(s.wanted.begin(), s.wanted.end(), ranks[j]) - s.wanted.begin();
           out[row * r + j] = K::value(s.wanted_keys[at]);
