@@ -59,7 +59,8 @@ std::tuple<Tensor, Tensor, Tensor> unique2(const Tensor& self, bool sorted, bool
   if (!why) {
     const Tensor input = self.contiguous();
     UniqueSorted unique;
-    if (unique.prepare(*core_dtype(self.scalar_type()), input.const_data_ptr(), input.numel())) {
+    if (unique.prepare(*core_dtype(self.scalar_type()), input.const_data_ptr(), input.numel(),
+                       return_inverse ? UniqueRanks::kWanted : UniqueRanks::kNotWanted)) {
       // Shapes as torch's: inverse like the input (or empty), counts per value (or empty).
       Tensor values = at::detail::empty_cpu({unique.count()}, self.scalar_type());
       Tensor inverse = at::detail::empty_cpu(return_inverse ? self.sizes() : at::IntArrayRef{0}, at::kLong);

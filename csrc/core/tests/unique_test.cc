@@ -70,7 +70,8 @@ bool depends_on_tie_order(DType d, const std::vector<uint64_t>& bits) {
   return nan || (negative_zero && positive_zero);
 }
 
-// Runs one input on every ISA (the sort path dispatches); false on the first mismatch.
+// Runs one input on every ISA (the sort path dispatches), with and without ranks wanted; false on the
+// first mismatch.
 bool check(DType d, const std::vector<uint64_t>& bits, const std::string& name) {
   const size_t es = kwker::dtype_size(d);
   const int64_t n = static_cast<int64_t>(bits.size());
@@ -80,40 +81,43 @@ bool check(DType d, const std::vector<uint64_t>& bits, const std::string& name) 
   const UniqueAnswer want = declines ? UniqueAnswer{} : torch_unique(d, bits);
   bool ok = true;
   for_each_isa([&](Isa) {
-    if (!ok) return;
-    kwker::UniqueSorted unique;
-    const bool prepared = unique.prepare(d, data.data(), n);
-    if (prepared == declines) {
-      ADD_FAILURE() << name << ": prepare() returned " << prepared;
-      ok = false;
-      return;
-    }
-    if (!prepared) return;
-    const int64_t u = unique.count();
-    if (u != static_cast<int64_t>(want.values.size())) {
-      ADD_FAILURE() << name << ": " << u << " values, torch " << want.values.size();
-      ok = false;
-      return;
-    }
-    std::vector<uint8_t> values((u + 1) * es, 0xEE);
-    std::vector<int64_t> inverse(n + 1, -7), counts(u + 1, -7);
-    unique.write(values.data(), inverse.data(), counts.data());
-    for (int64_t i = 0; i < u && ok; ++i) {
-      if (load_element(d, values.data(), i) != want.values[i] || counts[i] != want.counts[i]) {
-        ADD_FAILURE() << name << ": value " << i << " " << hex(load_element(d, values.data(), i)) << " x" << counts[i]
-                      << ", torch " << hex(want.values[i]) << " x" << want.counts[i];
+    for (const auto ranks : {kwker::UniqueRanks::kWanted, kwker::UniqueRanks::kNotWanted}) {
+      if (!ok) return;
+      const bool with_ranks = ranks == kwker::UniqueRanks::kWanted;
+      kwker::UniqueSorted unique;
+      const bool prepared = unique.prepare(d, data.data(), n, ranks);
+      if (prepared == declines) {
+        ADD_FAILURE() << name << ": prepare() returned " << prepared;
+        ok = false;
+        return;
+      }
+      if (!prepared) continue;
+      const int64_t u = unique.count();
+      if (u != static_cast<int64_t>(want.values.size())) {
+        ADD_FAILURE() << name << ": " << u << " values, torch " << want.values.size();
+        ok = false;
+        return;
+      }
+      std::vector<uint8_t> values((u + 1) * es, 0xEE);
+      std::vector<int64_t> inverse(n + 1, -7), counts(u + 1, -7);
+      unique.write(values.data(), with_ranks ? inverse.data() : nullptr, counts.data());
+      for (int64_t i = 0; i < u && ok; ++i) {
+        if (load_element(d, values.data(), i) != want.values[i] || counts[i] != want.counts[i]) {
+          ADD_FAILURE() << name << ": value " << i << " " << hex(load_element(d, values.data(), i)) << " x" << counts[i]
+                        << ", torch " << hex(want.values[i]) << " x" << want.counts[i];
+          ok = false;
+        }
+      }
+      for (int64_t i = 0; i < n && ok && with_ranks; ++i) {
+        if (inverse[i] != want.inverse[i]) {
+          ADD_FAILURE() << name << ": inverse[" << i << "] " << inverse[i] << ", torch " << want.inverse[i];
+          ok = false;
+        }
+      }
+      if (inverse[n] != -7 || counts[u] != -7 || values[u * es] != 0xEE) {
+        ADD_FAILURE() << name << ": wrote past the outputs";
         ok = false;
       }
-    }
-    for (int64_t i = 0; i < n && ok; ++i) {
-      if (inverse[i] != want.inverse[i]) {
-        ADD_FAILURE() << name << ": inverse[" << i << "] " << inverse[i] << ", torch " << want.inverse[i];
-        ok = false;
-      }
-    }
-    if (inverse[n] != -7 || counts[u] != -7 || values[u * es] != 0xEE) {
-      ADD_FAILURE() << name << ": wrote past the outputs";
-      ok = false;
     }
   });
   return ok;

@@ -11,12 +11,13 @@
 //
 // Algorithm: on order-preserving integer keys of the values, a small key range (8- and 16-bit types
 // always) is counted in a table indexed by key; a wider one (up to 64 keys per element) is marked in a
-// bitmap with a running rank per 64-bit word; otherwise the elements are sorted (kwker::sort_rows,
-// stable) and scanned for runs.
+// bitmap with a running rank per 64-bit word; otherwise the elements are sorted with their positions
+// (kwker::sort_rows, stable) when ranks are wanted, or just their keys (an LSD radix sort), and
+// scanned for runs.
 // Memory: the table (4 bytes per value of the range), the bitmap (1.5 bits per value of the range) or
-// the sorted copy and permutation (dtype size + 8 bytes per element), held by the UniqueSorted object
-// until it is destroyed.
-// Threads: the counting path runs on the calling thread; the sort runs as kwker::sort_rows does.
+// the sorted elements and positions (dtype size + 8 bytes per element; keys only: the dtype's size),
+// held by the UniqueSorted object until it is destroyed.
+// Threads: the calling thread; sort_rows as it runs.
 #pragma once
 
 #include <cstdint>
@@ -29,12 +30,16 @@ namespace kwker {
 // More elements go to torch (the counting table holds 32-bit counts).
 inline constexpr int64_t kMaxUniqueElements = (int64_t{1} << 32) - 1;
 
+// Whether each element's rank among the distinct values (torch's inverse) will be wanted.
+enum class UniqueRanks : uint8_t { kNotWanted, kWanted };
+
 class UniqueSorted {
  public:
   // Reads n contiguous elements (1 <= n <= kMaxUniqueElements; dtype not kBool) and finds their
   // distinct values. Returns false, having kept nothing, for a float input with a NaN or with both
   // -0.0 and +0.0 (torch's answer then depends on its sort).
-  bool prepare(DType dtype, const void* data, int64_t n);
+  // `ranks`: whether write() will be asked for the inverse (it picks how a wide key range is sorted).
+  bool prepare(DType dtype, const void* data, int64_t n, UniqueRanks ranks);
 
   // How many distinct values prepare() found.
   int64_t count() const { return count_; }
@@ -49,8 +54,10 @@ class UniqueSorted {
   template <typename K> void count_in_table(const typename K::T* data, uint64_t range);
   template <typename K> void mark_in_bitmap(const typename K::T* data, uint64_t range);
   template <typename K> void sort_and_count_runs(const typename K::T* data);
+  template <typename K> void sort_keys_and_count_runs(const typename K::T* data);
 
   DType dtype_ = DType::kBool;
+  UniqueRanks ranks_ = UniqueRanks::kWanted;
   const void* data_ = nullptr;
   int64_t n_ = 0;
   int64_t count_ = 0;
@@ -58,8 +65,8 @@ class UniqueSorted {
   std::vector<uint32_t> table_;       // counting: occurrences of key low_ + j, then its rank
   std::vector<uint64_t> bitmap_;      // marking: bit j set if key low_ + j occurs
   std::vector<uint32_t> word_ranks_;  // marking: distinct values below each 64-bit word of bitmap_
-  std::vector<uint8_t> sorted_;       // sorting: the elements ascending
-  std::vector<int64_t> permutation_;  // sorting: where each sorted element came from
+  std::vector<uint8_t> sorted_;       // sorting: the elements (or, without ranks, their keys) ascending
+  std::vector<int64_t> permutation_;  // sorting with ranks: where each sorted element came from
 };
 
 // torch's unique along a dim (aten::unique_dim: sorted; aten::unique_dim_consecutive and

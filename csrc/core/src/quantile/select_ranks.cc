@@ -12,6 +12,7 @@
 #include "kwker/cpu.h"
 #include "kwker/parallel.h"
 #include "kwker/quantile.h"
+#include "key_radix_sort.h"
 #include "quantile/row_passes.h"
 
 namespace kwker::quantile_detail::baseline {
@@ -72,32 +73,6 @@ struct Scratch {
   std::deque<Level<Bits>> levels;
 };
 
-// LSD radix sort of keys[0, n) by 11-bit digits, skipping digits all keys share.
-template <typename Bits>
-void radix_sort(Bits* keys, int64_t n, std::vector<Bits>& buffer) {
-  constexpr int kDigitBits = 11, kDigits = (8 * sizeof(Bits) + kDigitBits - 1) / kDigitBits;
-  constexpr size_t kRadix = size_t{1} << kDigitBits;
-  std::vector<int64_t> counts(kDigits * kRadix, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    for (int d = 0; d < kDigits; ++d) ++counts[d * kRadix + ((keys[i] >> (d * kDigitBits)) & (kRadix - 1))];
-  }
-  buffer.resize(static_cast<size_t>(n));
-  Bits *from = keys, *to = buffer.data();
-  for (int d = 0; d < kDigits; ++d) {
-    int64_t* c = counts.data() + d * kRadix;
-    if (*std::max_element(c, c + kRadix) == n) continue;  // one digit value: the pass changes nothing
-    int64_t running = 0;
-    for (size_t v = 0; v < kRadix; ++v) {
-      const int64_t k = c[v];
-      c[v] = running;
-      running += k;
-    }
-    for (int64_t i = 0; i < n; ++i) to[c[(from[i] >> (d * kDigitBits)) & (kRadix - 1)]++] = from[i];
-    std::swap(from, to);
-  }
-  if (from != keys) std::copy(from, from + n, keys);
-}
-
 // Puts the elements of ranks [first, last) (sorted, distinct) of keys[lo, hi) in place.
 template <typename Bits>
 void nested_select(Bits* keys, int64_t lo, int64_t hi, const int64_t* first, const int64_t* last) {
@@ -113,7 +88,7 @@ void nested_select(Bits* keys, int64_t lo, int64_t hi, const int64_t* first, con
 template <typename Bits>
 void select_in(Bits* keys, int64_t n, const int64_t* first, const int64_t* last, std::vector<Bits>& buffer) {
   if (last - first > kMaxSelectedRanks) {
-    radix_sort(keys, n, buffer);
+    key_radix_sort(keys, n, buffer);
   } else {
     nested_select(keys, 0, n, first, last);
   }

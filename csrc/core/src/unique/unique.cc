@@ -10,6 +10,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "key_radix_sort.h"
 #include "kwker/sort.h"
 #include "kwker/unique.h"
 
@@ -38,6 +39,11 @@ struct IntegerKey {
   static uint64_t key_of_order(Order x) { return key(x); }
   static uint64_t key(T x) { return static_cast<uint64_t>(static_cast<int64_t>(x)) ^ (uint64_t{1} << 63); }
   static T value(uint64_t k) { return static_cast<T>(static_cast<int64_t>(k ^ (uint64_t{1} << 63))); }
+  // The same order in T's width (what the radix sort sorts).
+  using Narrow = std::make_unsigned_t<Int>;
+  static constexpr Narrow kNarrowFlip = std::is_signed_v<Int> ? static_cast<Narrow>(Narrow{1} << (8 * sizeof(Int) - 1)) : 0;
+  static Narrow narrow_key(T x) { return static_cast<Narrow>(static_cast<Narrow>(x) ^ kNarrowFlip); }
+  static T narrow_value(Narrow k) { return static_cast<T>(static_cast<Narrow>(k ^ kNarrowFlip)); }
 };
 
 // Float bits: non-negative values get the sign bit set, negative ones all bits flipped.
@@ -51,6 +57,9 @@ struct FloatKey {
   static uint64_t key_of_order(Order x) { return x; }
   static uint64_t key(T b) { return order(b); }
   static T value(uint64_t k) { return static_cast<T>((k & kSign) ? (k & ~uint64_t{kSign}) : (~k & kAll)); }
+  using Narrow = Bits;
+  static Narrow narrow_key(T b) { return order(b); }
+  static T narrow_value(Narrow k) { return value(k); }
 };
 
 struct FloatFormat {
@@ -129,6 +138,19 @@ void UniqueSorted::sort_and_count_runs(const typename K::T* data) {
 }
 
 template <typename K>
+void UniqueSorted::sort_keys_and_count_runs(const typename K::T* data) {
+  using Narrow = typename K::Narrow;
+  sorted_.resize(static_cast<size_t>(n_) * sizeof(Narrow));
+  auto* keys = reinterpret_cast<Narrow*>(sorted_.data());
+  for (int64_t i = 0; i < n_; ++i) keys[i] = K::narrow_key(data[i]);
+  std::vector<Narrow> buffer;
+  key_radix_sort(keys, n_, buffer);
+  int64_t runs = 1;
+  for (int64_t i = 1; i < n_; ++i) runs += keys[i] != keys[i - 1];
+  count_ = runs;
+}
+
+template <typename K>
 bool UniqueSorted::prepare_typed(const typename K::T* data) {
   if constexpr (!std::is_same_v<K, IntegerKey<typename K::T>>) {
     if (depends_on_tie_order(dtype_, data, n_)) return false;
@@ -146,8 +168,10 @@ bool UniqueSorted::prepare_typed(const typename K::T* data) {
     count_in_table<K>(data, range);
   } else if (range != 0 && range <= kMaxBitmap && range <= kBitmapBitsPerInput * n) {
     mark_in_bitmap<K>(data, range);
-  } else {
+  } else if (ranks_ == UniqueRanks::kWanted) {
     sort_and_count_runs<K>(data);
+  } else {
+    sort_keys_and_count_runs<K>(data);
   }
   return true;
 }
@@ -189,6 +213,20 @@ void UniqueSorted::write_typed(typename K::T* values, int64_t* inverse, int64_t*
     }
     return;
   }
+  if (permutation_.empty()) {  // keys only (no ranks wanted)
+    const auto* keys = reinterpret_cast<const typename K::Narrow*>(sorted_.data());
+    int64_t run = 0, run_start = 0;
+    values[0] = K::narrow_value(keys[0]);
+    for (int64_t i = 1; i < n_; ++i) {
+      if (keys[i] != keys[i - 1]) {
+        if (counts) counts[run] = i - run_start;
+        values[++run] = K::narrow_value(keys[i]);
+        run_start = i;
+      }
+    }
+    if (counts) counts[run] = n_ - run_start;
+    return;
+  }
   const auto* sorted = reinterpret_cast<const typename K::T*>(sorted_.data());
   int64_t run = 0, run_start = 0;
   values[0] = sorted[0];
@@ -222,8 +260,9 @@ auto with_key(DType dtype, const F& f) {
   return f(FloatKey<uint64_t>{});
 }
 
-bool UniqueSorted::prepare(DType dtype, const void* data, int64_t n) {
+bool UniqueSorted::prepare(DType dtype, const void* data, int64_t n, UniqueRanks ranks) {
   dtype_ = dtype;
+  ranks_ = ranks;
   data_ = data;
   n_ = n;
   table_.clear();

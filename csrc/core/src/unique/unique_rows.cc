@@ -152,7 +152,7 @@ bool UniqueRows::pack_rows(const View& view) {
       for (int64_t j = 0; j < row_length_; ++j) key += (View::Elements::key(view.row(r)[j]) - low[j]) * place[j];
       packed_keys_[r] = static_cast<int64_t>(key);
     }
-    packed_.prepare(DType::kInt64, packed_keys_.data(), rows_);
+    packed_.prepare(DType::kInt64, packed_keys_.data(), rows_, UniqueRanks::kWanted);
     count_ = packed_.count();
     return true;
   }
