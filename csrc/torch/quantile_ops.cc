@@ -47,7 +47,7 @@ using at::Tensor;
 // torch >= 2.14 computes ranks in float64 and rounds the linear weight once to the input dtype.
 constexpr bool kRanksInFloat64 = TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 14);
 // torch < 2.14 rejects longer reductions ("quantile() input tensor is too large").
-constexpr int64_t kMaxFloat32RankLength = int64_t{1} << 24;
+constexpr int64_t kMaxReducedLengthBefore214 = int64_t{1} << 24;
 constexpr int64_t kMinElements = 256;
 
 enum class Interpolation { kLinear, kLower, kHigher, kMidpoint, kNearest };
@@ -97,7 +97,7 @@ std::optional<Tensor> quantile_on_kwker(const Tensor& self, const Tensor& q, std
   if (self.dim() == 0 || self.numel() < kMinElements || q.numel() == 0) return fail(Fallback::kSmall);
   const int64_t d = dim ? (*dim < 0 ? *dim + self.dim() : *dim) : 0;
   const int64_t length = dim ? self.size(d) : self.numel();
-  if (!kRanksInFloat64 && length > kMaxFloat32RankLength) return fail(Fallback::kArguments);
+  if (!kRanksInFloat64 && length > kMaxReducedLengthBefore214) return fail(Fallback::kArguments);
 
   // Rows along the reduced dim, and the shape torch gives them (reduced dims kept as 1 if keepdim).
   std::vector<int64_t> row_shape;
@@ -142,8 +142,7 @@ std::optional<Tensor> quantile_on_kwker(const Tensor& self, const Tensor& q, std
   p.rows = rows.const_data_ptr();
   p.row_count = row_count;
   p.row_length = length;
-  const Tensor wanted_contiguous = wanted.contiguous();
-  p.ranks = wanted_contiguous.const_data_ptr<int64_t>();
+  p.ranks = wanted.const_data_ptr<int64_t>();  // contiguous: a fresh to() or cat()
   p.ranks_per_row = wanted.size(-1);
   p.out = selected.mutable_data_ptr();
   select_ranks(p);

@@ -3,10 +3,7 @@
 // requested ranks of each row (bucketed, then nested nth_element or a radix sort).
 #include <algorithm>
 #include <bit>
-#include <cmath>
-#include <cstring>
 #include <deque>
-#include <type_traits>
 #include <vector>
 
 #include "kwker/cpu.h"
@@ -198,17 +195,12 @@ void select_typed(const RankSelectProblem& p) {
       s.wanted.assign(ranks, ranks + r);
       std::sort(s.wanted.begin(), s.wanted.end());
       s.wanted.erase(std::unique(s.wanted.begin(), s.wanted.end()), s.wanted.end());
-      if (n >= kMinBucketedLength) {
-        s.wanted_keys.resize(s.wanted.size());
-        select_narrowing(keys, n, low, high, s.wanted.data(), static_cast<int64_t>(s.wanted.size()),
-                         s.wanted_keys.data(), s);
-        for (int64_t j = 0; j < r; ++j) {
-          const int64_t at = std::lower_bound(s.wanted.begin(), s.wanted.end(), ranks[j]) - s.wanted.begin();
-          out[row * r + j] = K::value(s.wanted_keys[at]);
-        }
-      } else {
-        select_in(keys, n, s.wanted.data(), s.wanted.data() + s.wanted.size(), s.radix);
-        for (int64_t j = 0; j < r; ++j) out[row * r + j] = K::value(keys[ranks[j]]);
+      s.wanted_keys.resize(s.wanted.size());
+      select_narrowing(keys, n, low, high, s.wanted.data(), static_cast<int64_t>(s.wanted.size()),
+                       s.wanted_keys.data(), s);
+      for (int64_t j = 0; j < r; ++j) {
+        const int64_t at = std::lower_bound(s.wanted.begin(), s.wanted.end(), ranks[j]) - s.wanted.begin();
+        out[row * r + j] = K::value(s.wanted_keys[at]);
       }
     }
   });

@@ -89,6 +89,32 @@ bool depends_on_tie_order(DType dtype, const Bits* data, int64_t n) {
   return nan || (negative_zero && positive_zero);
 }
 
+// How many runs of equal neighbours sorted[0, n) has (equal bits: equal keys).
+template <typename E>
+int64_t count_runs(const E* sorted, int64_t n) {
+  int64_t runs = 1;
+  for (int64_t i = 1; i < n; ++i) runs += sorted[i] != sorted[i - 1];
+  return runs;
+}
+
+// Over the runs of sorted[0, n): values[run] = value_of(its first element), counts[run] = its length
+// (counts may be null), and at_run(i, run) for every position i.
+template <typename E, typename V, typename ValueOf, typename AtRun>
+void write_runs(const E* sorted, int64_t n, const ValueOf& value_of, V* values, int64_t* counts, const AtRun& at_run) {
+  int64_t run = 0, run_start = 0;
+  values[0] = value_of(sorted[0]);
+  at_run(0, 0);
+  for (int64_t i = 1; i < n; ++i) {
+    if (sorted[i] != sorted[i - 1]) {
+      if (counts) counts[run] = i - run_start;
+      values[++run] = value_of(sorted[i]);
+      run_start = i;
+    }
+    at_run(i, run);
+  }
+  if (counts) counts[run] = n - run_start;
+}
+
 }  // namespace
 
 template <typename K>
@@ -131,10 +157,7 @@ void UniqueSorted::sort_and_count_runs(const typename K::T* data) {
   p.values = {sorted_.data(), 1, {}};
   p.indices = {permutation_.data(), 1, {}};
   sort_rows(p);
-  const T* sorted = reinterpret_cast<const T*>(sorted_.data());
-  int64_t runs = 1;
-  for (int64_t i = 1; i < n_; ++i) runs += sorted[i] != sorted[i - 1];  // equal bits: equal keys
-  count_ = runs;
+  count_ = count_runs(reinterpret_cast<const T*>(sorted_.data()), n_);
 }
 
 template <typename K>
@@ -145,9 +168,7 @@ void UniqueSorted::sort_keys_and_count_runs(const typename K::T* data) {
   for (int64_t i = 0; i < n_; ++i) keys[i] = K::narrow_key(data[i]);
   std::vector<Narrow> buffer;
   key_radix_sort(keys, n_, buffer);
-  int64_t runs = 1;
-  for (int64_t i = 1; i < n_; ++i) runs += keys[i] != keys[i - 1];
-  count_ = runs;
+  count_ = count_runs(keys, n_);
 }
 
 template <typename K>
@@ -214,32 +235,14 @@ void UniqueSorted::write_typed(typename K::T* values, int64_t* inverse, int64_t*
     return;
   }
   if (permutation_.empty()) {  // keys only (no ranks wanted)
-    const auto* keys = reinterpret_cast<const typename K::Narrow*>(sorted_.data());
-    int64_t run = 0, run_start = 0;
-    values[0] = K::narrow_value(keys[0]);
-    for (int64_t i = 1; i < n_; ++i) {
-      if (keys[i] != keys[i - 1]) {
-        if (counts) counts[run] = i - run_start;
-        values[++run] = K::narrow_value(keys[i]);
-        run_start = i;
-      }
-    }
-    if (counts) counts[run] = n_ - run_start;
+    write_runs(reinterpret_cast<const typename K::Narrow*>(sorted_.data()), n_, &K::narrow_value, values, counts,
+               [](int64_t, int64_t) {});
     return;
   }
-  const auto* sorted = reinterpret_cast<const typename K::T*>(sorted_.data());
-  int64_t run = 0, run_start = 0;
-  values[0] = sorted[0];
-  for (int64_t i = 1; i < n_; ++i) {
-    if (sorted[i] != sorted[i - 1]) {
-      if (counts) counts[run] = i - run_start;
-      values[++run] = sorted[i];
-      run_start = i;
-    }
-    if (inverse) inverse[permutation_[i]] = run;
-  }
-  if (inverse) inverse[permutation_[0]] = 0;
-  if (counts) counts[run] = n_ - run_start;
+  write_runs(reinterpret_cast<const typename K::T*>(sorted_.data()), n_, [](typename K::T x) { return x; }, values,
+             counts, [&](int64_t i, int64_t run) {
+               if (inverse) inverse[permutation_[i]] = run;
+             });
 }
 
 // Calls f(K{}) with the key type of the dtype.
