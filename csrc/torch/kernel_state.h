@@ -9,7 +9,8 @@
 
 namespace kwker::adapter {
 
-enum class Kernel : uint8_t { kSort, kAdam, kSgd, kTopk, kKthvalue, kMedian, kSearchsorted, kUnique, kQuantile, kCount };
+enum class Kernel : uint8_t { kSort, kAdam, kSgd, kTopk, kKthvalue, kMedian, kSearchsorted, kUnique, kQuantile,
+                              kEmbedding, kEmbeddingBag, kCoalesce, kCount };
 const char* kernel_name(Kernel k);
 
 // Why a call went to torch's own kernel.
@@ -27,6 +28,7 @@ enum class Fallback : uint8_t {
   kTorchCapability,   // torch's kernels here are not the FMA-contracting AVX2/AVX-512 build Kwker matches
   kFloatMode,         // the thread's MXCSR is not the default (flush-to-zero, denormals-are-zero, rounding)
   kAutograd,          // inputs needing gradients: torch's composite runs, so autograd records its ops
+  kNanResult,         // a result is NaN, whose bits follow the instructions torch's compiler chose
   kCount,
 };
 const char* fallback_name(Fallback f);

@@ -27,6 +27,7 @@
 
 #include "kernel_state.h"
 #include "kwker/optim.h"
+#include "torch_facts.h"
 
 // MKL's vector square roots, exported by libtorch_cpu where torch is built with MKL (weak: absent
 // otherwise). MKL_INT is 32-bit: torch uses MKL's LP64 interface.
@@ -91,11 +92,6 @@ bool torch_sqrt(TorchSqrt* sqrt) {
   sqrt->f64 = &mkl_sqrt_f64;
   sqrt->f32_matches_mkl_sqrt_f32 = mkl_sqrt_copy_matches();
   return true;
-}
-
-bool torch_kernels_fuse_multiply_add() {
-  const std::string capability = at::get_cpu_capability();
-  return capability == "AVX2" || capability == "AVX512";
 }
 
 // A tensor whose memory Kwker may read (and, unless read-only, write) as a flat array of `dtype`.

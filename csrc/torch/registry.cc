@@ -1,13 +1,15 @@
 // install / uninstall / per-thread switch / counters, and the kwker:: control ops Python calls.
 //
-// One torch::Library(IMPL, "aten", CPU) is created at run time and holds every Kwker kernel;
-// destroying it deregisters them and torch's own kernels are back exactly. Registration writes the
+// torch::Library(IMPL, "aten", key) objects created at run time hold every Kwker kernel: one for CPU,
+// and one for each other key a family needs (AutogradCPU, SparseCPU); destroying them deregisters the
+// kernels and torch's own are back exactly. Registration writes the
 // dispatch table that torch reads without a lock, so it happens only in install()/uninstall() (and the
 // first accelerated()); switching Kwker on and off afterwards is a flag the kernels read.
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <array>
 #include <memory>
 #include <xmmintrin.h>
 #include <mutex>
@@ -29,9 +31,14 @@ thread_local int g_thread_state = -1;  // -1: follow the global switch; 0: off; 
 std::array<KernelCounters, static_cast<size_t>(Kernel::kCount)> g_counters;
 std::array<std::atomic<bool>, static_cast<size_t>(Kernel::kCount)> g_faults{};
 
+// The dispatch keys Kwker registers kernels at, one torch::Library each.
+enum class Key : uint8_t { kCpu, kAutogradCpu, kSparseCpu, kCount };
+constexpr c10::DispatchKey kDispatchKeys[] = {c10::DispatchKey::CPU, c10::DispatchKey::AutogradCPU,
+                                              c10::DispatchKey::SparseCPU};
+constexpr uint8_t bit(Key k) { return uint8_t{1} << static_cast<unsigned>(k); }
+
 struct Registration {
-  std::unique_ptr<torch::Library> library;           // at the CPU key
-  std::unique_ptr<torch::Library> autograd_library;  // at AutogradCPU (families that need it)
+  std::array<std::unique_ptr<torch::Library>, static_cast<size_t>(Key::kCount)> libraries;
   std::vector<std::string> kernels;
 };
 std::mutex g_registration_mutex;
@@ -51,9 +58,10 @@ using RegisterFn = void (*)(torch::Library&);
 struct KernelFamily {
   const char* name;
   RegisterFn register_kernels;
-  // CompositeImplicitAutograd ops: the kernels are registered at AutogradCPU too (a CPU kernel alone
-  // would take the composite's place for autograd); they send inputs needing gradients to the composite.
-  bool also_autograd_cpu = false;
+  // The keys its kernels go to: CPU for most. CompositeImplicitAutograd ops (quantile) go to AutogradCPU
+  // too (a CPU kernel alone would take the composite's place for autograd; the kernels send inputs
+  // needing gradients to the composite); sparse COO kernels (coalesce) to SparseCPU.
+  uint8_t keys = bit(Key::kCpu);
 };
 // The optimizer families override no aten kernel: Python calls their kwker:: ops (optim_ops.cc), which
 // check kernel_active().
@@ -66,7 +74,10 @@ constexpr KernelFamily kFamilies[] = {
     {"median", &register_median_kernels},  // median and nanmedian
     {"searchsorted", &register_searchsorted_kernels},  // searchsorted and bucketize
     {"unique", &register_unique_kernels},  // torch.unique, unique_consecutive along a dim
-    {"quantile", &register_quantile_kernels, true},  // quantile and nanquantile
+    {"quantile", &register_quantile_kernels, bit(Key::kCpu) | bit(Key::kAutogradCpu)},  // and nanquantile
+    {"embedding", &register_embedding_kernels},  // embedding_dense_backward
+    {"embedding_bag", &register_embedding_bag_kernels},  // max mode: forward and backward
+    {"coalesce", &register_coalesce_kernels, bit(Key::kSparseCpu)},  // sparse COO _coalesce
 };
 
 std::atomic<uint32_t> g_registered_kernels{0};  // bit k: Kernel k is registered
@@ -87,29 +98,27 @@ void install(std::vector<std::string> kernels, bool enable_globally) {
     for (const auto& f : kFamilies) known |= name == f.name;
     TORCH_CHECK_VALUE(known, "kwker: unknown kernel family '", name, "'");
   }
-  if (!g_registration.library || g_registration.kernels != kernels) {
-    g_registration.library.reset();
-    g_registration.autograd_library.reset();
+  if (!g_registration.libraries[0] || g_registration.kernels != kernels) {
+    for (auto& library : g_registration.libraries) library.reset();
     set_parallel_for(&aten_parallel_for);
-    auto library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
-                                                    c10::DispatchKey::CPU, __FILE__, __LINE__);
     SilentWarnings silent;
     c10::WarningUtils::WarningHandlerGuard guard(&silent);
-    std::unique_ptr<torch::Library> autograd_library;
+    decltype(g_registration.libraries) libraries;
+    libraries[0] = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", kDispatchKeys[0], __FILE__, __LINE__);
     for (const auto& f : kFamilies) {
       for (const auto& name : kernels) {
         if (name != f.name || !f.register_kernels) continue;
-        f.register_kernels(*library);
-        if (!f.also_autograd_cpu) continue;
-        if (!autograd_library) {
-          autograd_library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
-                                                              c10::DispatchKey::AutogradCPU, __FILE__, __LINE__);
+        for (size_t k = 0; k < libraries.size(); ++k) {
+          if (!(f.keys & (1u << k))) continue;
+          if (!libraries[k]) {
+            libraries[k] = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", kDispatchKeys[k],
+                                                            __FILE__, __LINE__);
+          }
+          f.register_kernels(*libraries[k]);
         }
-        f.register_kernels(*autograd_library);
       }
     }
-    g_registration.library = std::move(library);
-    g_registration.autograd_library = std::move(autograd_library);
+    g_registration.libraries = std::move(libraries);
     g_registered_kernels.store(kernel_bits(kernels));
     g_registration.kernels = std::move(kernels);
   }
@@ -120,14 +129,13 @@ void uninstall() {
   std::lock_guard<std::mutex> lock(g_registration_mutex);
   g_enabled_globally.store(false);
   g_registered_kernels.store(0);
-  g_registration.autograd_library.reset();
-  g_registration.library.reset();
+  for (auto& library : g_registration.libraries) library.reset();
   g_registration.kernels.clear();
 }
 
 bool is_registered() {
   std::lock_guard<std::mutex> lock(g_registration_mutex);
-  return g_registration.library != nullptr;
+  return g_registration.libraries[0] != nullptr;
 }
 
 bool is_installed() { return is_registered() && g_enabled_globally.load(); }
@@ -191,6 +199,9 @@ const char* kernel_name(Kernel k) {
     case Kernel::kSearchsorted: return "searchsorted";
     case Kernel::kUnique: return "unique";
     case Kernel::kQuantile: return "quantile";
+    case Kernel::kEmbedding: return "embedding";
+    case Kernel::kEmbeddingBag: return "embedding_bag";
+    case Kernel::kCoalesce: return "coalesce";
     case Kernel::kCount: break;
   }
   return "?";
@@ -211,6 +222,7 @@ const char* fallback_name(Fallback f) {
     case Fallback::kTorchCapability: return "torch_capability";
     case Fallback::kFloatMode: return "float_mode";
     case Fallback::kAutograd: return "autograd";
+    case Fallback::kNanResult: return "nan_result";
     case Fallback::kCount: break;
   }
   return "?";

@@ -14,5 +14,9 @@ void register_searchsorted_kernels(torch::Library& library);
 void register_unique_kernels(torch::Library& library);
 // Also called with an AutogradCPU library: quantile and nanquantile are CompositeImplicitAutograd ops.
 void register_quantile_kernels(torch::Library& library);
+void register_embedding_kernels(torch::Library& library);
+void register_embedding_bag_kernels(torch::Library& library);
+// Called with a SparseCPU library.
+void register_coalesce_kernels(torch::Library& library);
 
 }  // namespace kwker::adapter

@@ -25,6 +25,7 @@
 #include "kwker/sort.h"
 #include "registry.h"
 #include "tensors.h"
+#include "torch_facts.h"
 
 namespace kwker::adapter {
 namespace {
@@ -37,24 +38,6 @@ constexpr int64_t kMinElements = 64;
 // Rows shorter than this cost Kwker more per row than torch's insertion sort: timed on 4096 rows of
 // 4 (0.7x) and 10000 rows of 8 (1.6x or more).
 constexpr int64_t kMinRowLength = 8;
-// torch's GRAIN_SIZE: from this size on, torch sorts 1-D integer tensors with fbgemm's radix sort.
-constexpr int64_t kTorchRadixMinElements = 32768;
-
-// Does this torch sort 1-D integer tensors stably even with stable=False (fbgemm radix sort)?
-// An all-equal tensor tells: introsort would scramble its indices, a radix sort keeps them in order.
-bool torch_radix_sorts_1d_integers() {
-  static const bool radix = [] {
-    const Tensor zeros = at::zeros({kTorchRadixMinElements}, at::TensorOptions().dtype(at::kLong));
-    const Tensor indices = std::get<1>(at::cpu::sort(zeros, false, 0, false));
-    const int64_t* p = indices.const_data_ptr<int64_t>();
-    for (int64_t i = 0; i < kTorchRadixMinElements; ++i) {
-      if (p[i] != i) return false;
-    }
-    return true;
-  }();
-  return radix;
-}
-
 TieOrder tie_order(const Tensor& self, bool stable, bool descending) {
   if (stable) return TieOrder::kStable;
   const bool torch_uses_radix = self.dim() == 1 && !descending &&

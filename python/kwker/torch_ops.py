@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from . import _native, probe
 
 # Kernel families Kwker can serve, by the name used in stats(), exclude=, only= and KWKER_DISABLE.
-KERNELS = ("sort", "adam", "sgd", "topk", "kthvalue", "median", "searchsorted", "unique", "quantile")
+KERNELS = ("sort", "adam", "sgd", "topk", "kthvalue", "median", "searchsorted", "unique", "quantile", "embedding",
+           "embedding_bag", "coalesce")
 
 _lock = threading.Lock()
 # The families the user asked for (exclude=/only=) at the current registration; None: not registered.

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "float16.h"
 #include "kwker/cpu.h"
 #include "kwker/parallel.h"
 #include "kwker/search.h"
@@ -36,30 +37,6 @@ const SearchKernels& kernels() {
     case Isa::kScalar: break;
   }
   return search_detail::scalar::kKernels;
-}
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
-  const uint32_t exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
-  uint32_t bits;
-  if (exponent == 0x1F) {
-    bits = sign | 0x7F800000u | (mantissa << 13);
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else {
-    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;  // subnormal or zero: exact
-    return sign ? -magnitude : magnitude;
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-float bfloat16_to_float(uint16_t b) {
-  const uint32_t bits = uint32_t{b} << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
 }
 
 // How an element of each type is stored and the key it compares as.
