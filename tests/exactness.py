@@ -229,3 +229,22 @@ def assert_reaches_kwker(fn, x, families) -> None:
     for family in families:
         assert kto.stats()[family]["kwker"] > before[family], f"{family} not reached"
     assert_bit_identical(expected, actual)
+
+
+def family_delta(both: Both, family: str) -> dict:
+    """The family's counters for the Kwker side of run_both (zeros if it was never called)."""
+    return both.delta.get(family, {"calls": 0, "kwker": 0, "torch": 0, "fallback_reasons": {}})
+
+
+def assert_served(both: Both, what: str, allowed=(), *, family: str) -> None:
+    """Kwker served the call, or fell back for one of the `allowed` reasons."""
+    d = family_delta(both, family)
+    fell_back_as_allowed = any(d["fallback_reasons"].get(r, 0) for r in allowed)
+    assert d["kwker"] >= 1 or fell_back_as_allowed, (
+        f"{what}: Kwker did not serve {family} (calls {d['calls']}, fallback reasons {d['fallback_reasons']})")
+
+
+def assert_torchs(both: Both, what: str, *, family: str) -> None:
+    """Kwker left the call to torch."""
+    d = family_delta(both, family)
+    assert d["kwker"] == 0, f"{what}: Kwker served a call it should leave to torch"

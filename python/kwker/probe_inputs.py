@@ -457,6 +457,180 @@ def quantile_probe_inputs() -> list[ProbeInput]:
     return inputs
 
 
+# --- embedding (embedding_dense_backward) ----------------------------------------------------------
+
+EMBEDDING_DTYPES = FLOAT_DTYPES
+
+
+def _wide_floats(n: int, dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
+    """Normals of magnitudes 1e-3..1e3 (their sums depend on the order of the adds), an eighth of them
+    -0.0, +0.0 or subnormal; no NaN or infinity (Kwker leaves NaN results to torch)."""
+    x = torch.randn(n, generator=gen, dtype=torch.float64) * 10.0 ** torch.randint(-3, 4, (n,), generator=gen)
+    tiny = torch.finfo(dtype).tiny
+    specials = torch.tensor([0.0, -0.0, tiny / 4, -tiny / 8], dtype=torch.float64)
+    where = torch.randperm(n, generator=gen)[: max(1, n // 8)]
+    x[where] = specials[torch.randint(0, specials.numel(), (where.numel(),), generator=gen)]
+    return x.to(dtype)
+
+
+def _skewed_indices(n: int, num_weights: int, index_dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
+    """n indices in [0, num_weights), most of them on a few rows (long runs of equal indices)."""
+    x = (torch.randn(n, generator=gen).abs() * max(1, num_weights // 6)).long().clamp(max=num_weights - 1)
+    return x.to(index_dtype)
+
+
+def _embedding_input(name: str, dtype: torch.dtype, index_dtype: torch.dtype, n: int, dim: int, num_weights: int,
+                     padding_idx: int, scale: bool, out_of_range: bool = False) -> ProbeInput:
+    def make() -> torch.Tensor:
+        return _wide_floats(n * dim, dtype, _generator(name)).reshape(n, dim)
+
+    def run(grad: torch.Tensor):
+        indices = _skewed_indices(n, num_weights, torch.long, _generator(name + " indices"))
+        if out_of_range:  # torch skips indices outside [0, num_weights) (without scale_grad_by_freq)
+            indices[::9] = num_weights
+            indices[4::13] = -1
+        return torch.ops.aten.embedding_dense_backward(grad, indices.to(index_dtype), num_weights, padding_idx, scale)
+
+    return ProbeInput(name, make, run)
+
+
+def embedding_probe_inputs() -> list[ProbeInput]:
+    inputs = []
+    # (rows, dim, num_weights, padding_idx, scale_grad_by_freq): dims around torch's 16-bit vector steps
+    # (32 under AVX2, 64 under AVX-512) and its scalar tails (rows of 31, 33, 40, 64, 65, 100 elements);
+    # few rows (long sums) and many.
+    cases = [(300, 16, 7, -1, False), (300, 16, 7, 2, True), (200, 33, 40, 0, False), (64, 65, 3, -1, True),
+             (500, 1, 5, -1, False), (100, 64, 2, 1, True), (80, 31, 4, -1, True), (60, 40, 3, -1, True),
+             (40, 100, 6, 0, True), (2500, 4, 1200, 3, False)]
+    for dtype in EMBEDDING_DTYPES:
+        for i, (n, dim, num_weights, padding_idx, scale) in enumerate(cases):
+            index_dtype = torch.int32 if i % 2 else torch.int64
+            name = (f"embedding_dense_backward {_short(dtype)} {n}x{dim} {_short(index_dtype)} "
+                    f"num_weights={num_weights} padding_idx={padding_idx}{' scale_grad_by_freq' if scale else ''}")
+            inputs.append(_embedding_input(name, dtype, index_dtype, n, dim, num_weights, padding_idx, scale))
+        name = f"embedding_dense_backward {_short(dtype)} 300x12 int64 num_weights=10 out-of-range indices"
+        inputs.append(_embedding_input(name, dtype, torch.int64, 300, 12, 10, -1, False, out_of_range=True))
+    return inputs
+
+
+# --- embedding_bag (max mode: _embedding_bag, _embedding_bag_forward_only, the dense backward) --------
+
+def _bag_weights(n: int, dtype: torch.dtype, data: str, gen: torch.Generator) -> torch.Tensor:
+    """"ties": a few small integers (equal maxima); "signed_zero": -0.0, +0.0 and negatives (maxima of
+    either zero); "specials": normals with NaN payloads, ±inf, ±0 and subnormals among them."""
+    if data == "ties":
+        return torch.randint(-2, 3, (n,), generator=gen).to(dtype)
+    if data == "signed_zero":
+        pool = torch.tensor([0.0, -0.0, -1.0, -0.0, 0.0, -2.5], dtype=torch.float64)
+        return pool[torch.randint(0, pool.numel(), (n,), generator=gen)].to(dtype)
+    return _specials(n, dtype, gen)
+
+
+def _bag_offsets(num_indices: int, num_bags: int, gen: torch.Generator) -> torch.Tensor:
+    """num_bags sorted offsets starting at 0, a quarter of the bags empty (repeated offsets)."""
+    cuts = torch.randint(0, num_indices + 1, (num_bags - 1,), generator=gen)
+    empty = torch.rand(num_bags - 1, generator=gen) < 0.25
+    cuts = torch.where(empty, cuts.roll(1), cuts)
+    return torch.cat([torch.zeros(1, dtype=torch.long), cuts.sort().values])
+
+
+def _bag_input(name: str, dtype: torch.dtype, data: str, index_dtype: torch.dtype, num_weights: int, dim: int,
+               num_indices: int, num_bags: int, include_last_offset: bool, padding_idx: int,
+               row_pad: int) -> ProbeInput:
+    def make() -> torch.Tensor:
+        return _bag_weights(num_weights * (dim + row_pad), dtype, data, _generator(name)).reshape(num_weights, -1)
+
+    def run(x: torch.Tensor):
+        weight = x[:, :dim]  # rows of stride dim + row_pad
+        gen = _generator(name + " bags")
+        indices = torch.randint(0, num_weights, (num_indices,), generator=gen)
+        indices[1::3] = indices[0::3][: indices[1::3].numel()]  # repeats inside bags: self-ties
+        offsets = _bag_offsets(num_indices, num_bags, gen)
+        if include_last_offset:
+            offsets = torch.cat([offsets, torch.tensor([num_indices])])
+        indices, offsets = indices.to(index_dtype), offsets.to(index_dtype)
+        args = (weight, indices, offsets, False, 2, False, None, include_last_offset, padding_idx)
+        forward_only = torch.ops.aten._embedding_bag_forward_only(*args)
+        output, offset2bag, bag_size, max_indices = torch.ops.aten._embedding_bag(*args)
+        grad = _wide_floats(output.numel(), dtype, _generator(name + " grad")).reshape(output.shape)
+        grad_weight = torch.ops.aten._embedding_bag_dense_backward(grad, indices, offset2bag, bag_size, max_indices,
+                                                                    num_weights, False, 2, None, padding_idx)
+        return forward_only + (output, offset2bag, bag_size, max_indices, grad_weight)
+
+    return ProbeInput(name, make, run)
+
+
+def embedding_bag_probe_inputs() -> list[ProbeInput]:
+    inputs = []
+    # (num_weights, dim, num_indices, num_bags, include_last_offset, padding_idx, row_pad)
+    cases = [(20, 16, 300, 40, False, -1, 0), (30, 33, 200, 25, True, 4, 3), (8, 64, 100, 12, False, 1, 0),
+             (500, 1, 600, 90, True, -1, 1)]
+    for dtype in FLOAT_DTYPES:
+        for data in ("ties", "signed_zero", "specials"):
+            for i, (num_weights, dim, n, bags, last, padding_idx, row_pad) in enumerate(cases):
+                if data == "signed_zero" and i % 2:
+                    continue
+                index_dtype = torch.int32 if (i + len(data)) % 2 else torch.int64
+                rows = f"{num_weights}x{dim}{f'+{row_pad}' if row_pad else ''}"
+                name = (f"embedding_bag max {_short(dtype)} {data} {rows}"
+                        f" {_short(index_dtype)} {n} indices {bags} bags padding_idx={padding_idx}"
+                        f"{' include_last_offset' if last else ''}")
+                inputs.append(_bag_input(name, dtype, data, index_dtype, num_weights, dim, n, bags, last, padding_idx,
+                                         row_pad))
+    return inputs
+
+
+# --- coalesce (sparse COO) ---------------------------------------------------------------------------
+
+COALESCE_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+                   torch.bfloat16, torch.float32, torch.float64)
+
+
+def _coalesce_values(n: int, dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
+    if dtype.is_floating_point:
+        return _wide_floats(n, dtype, gen)
+    return _random(n, dtype, gen)  # integers over their whole range: sums wrap
+
+
+def _coalesce_input(name: str, dtype: torch.dtype, nnz: int, sizes: tuple, dense: tuple, distinct: int,
+                    order: str) -> ProbeInput:
+    def make() -> torch.Tensor:
+        return _coalesce_values(nnz * math.prod(dense), dtype, _generator(name)).reshape(nnz, *dense)
+
+    def run(values: torch.Tensor):
+        gen = _generator(name + " indices")
+        pool = torch.stack([torch.randint(0, s, (distinct,), generator=gen) for s in sizes])
+        indices = pool[:, torch.randint(0, distinct, (nnz,), generator=gen)]
+        if order == "sorted":
+            keys = torch.zeros(nnz, dtype=torch.long)
+            for d, s in enumerate(sizes):
+                keys = keys * s + indices[d]
+            indices = indices[:, torch.sort(keys, stable=True).indices]
+        s = torch.sparse_coo_tensor(indices, values, (*sizes, *dense), check_invariants=False)
+        c = s.coalesce()
+        return c._indices(), c._values(), c.is_coalesced(), c._nnz()
+
+    return ProbeInput(name, make, run)
+
+
+def coalesce_probe_inputs() -> list[ProbeInput]:
+    inputs = []
+    # (nnz, sparse sizes, dense sizes, distinct coordinates, order): heavy duplication, nnz on both sides
+    # of torch's 1-D integer radix sort (32768: torch's sort order of equal keys changes there).
+    cases = [(100, (30,), (), 7, "random"), (1000, (40, 50), (3,), 60, "random"),
+             (5000, (8, 8, 8, 8), (), 300, "random"),
+             (700, (1 << 31, 1 << 31), (), 50, "sorted"), (32767, (100, 100), (), 500, "random"),
+             (32768, (1 << 20,), (), 500, "random"), (40000, (64, 64, 64), (), 3000, "random")]
+    for dtype in COALESCE_DTYPES:
+        for nnz, sizes, dense, distinct, order in cases:
+            if nnz >= 32767 and not dtype.is_floating_point and dtype != torch.int64:
+                continue  # the order of the adds matters for floats only; one integer type is enough
+            name = (f"coalesce {_short(dtype)} nnz={nnz} sizes={'x'.join(map(str, sizes))}"
+                    f"{' dense=' + 'x'.join(map(str, dense)) if dense else ''} distinct={distinct} {order}")
+            inputs.append(_coalesce_input(name, dtype, nnz, sizes, dense, distinct, order))
+    return inputs
+
+
 PROBE_INPUTS: dict[str, Callable[[], list[ProbeInput]]] = {
     "sort": sort_probe_inputs,
     "topk": topk_probe_inputs,
@@ -465,6 +639,9 @@ PROBE_INPUTS: dict[str, Callable[[], list[ProbeInput]]] = {
     "searchsorted": searchsorted_probe_inputs,
     "unique": unique_probe_inputs,
     "quantile": quantile_probe_inputs,
+    "embedding": embedding_probe_inputs,
+    "embedding_bag": embedding_bag_probe_inputs,
+    "coalesce": coalesce_probe_inputs,
     "adam": adam_probe_inputs,
     "sgd": sgd_probe_inputs,
 }
