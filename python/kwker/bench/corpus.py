@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 
 # The family modules, in the order their inputs are run and reported.
-FAMILY_MODULES = ("corpus_sort", "corpus_topk", "corpus_median", "corpus_kthvalue", "corpus_searchsorted", "corpus_unique", "corpus_quantile")
+FAMILY_MODULES = ("corpus_sort", "corpus_topk", "corpus_median", "corpus_kthvalue", "corpus_searchsorted", "corpus_unique", "corpus_quantile", "corpus_embedding", "corpus_embedding_bag", "corpus_coalesce")
 
 
 @dataclasses.dataclass(frozen=True)
