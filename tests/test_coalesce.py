@@ -284,6 +284,15 @@ def test_non_contiguous_indices_and_values(isa):
     check(sparse(idx, v3, (30, 40, 50, 5, 4)), what="transposed dense dims")
 
 
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float16, torch.bfloat16), ids=("float32", "float16", "bfloat16"))
+def test_expanded_indices(isa, dtype):
+    # sparse_dim 1 with indices of stride 0: torch's sort of that view returns the identity, so every
+    # duplicate is summed in input order (not in its introsort's tie order).
+    idx = torch.zeros(1, 1, dtype=torch.long).expand(1, 1000)
+    check(sparse(idx, values_of((1000,), dtype, seed=19), (5,)), what="expanded indices")
+    check(sparse(idx[:, :500], values_of((500, 3), dtype, seed=20), (5, 3)), what="expanded indices, dense dim")
+
+
 _SPARSE_DIM_ZERO = """
 import json, sys, torch
 import kwker.torch_ops as kto

@@ -61,7 +61,10 @@ Tensor coalesce(const Tensor& self) {
   problem.indices_stride1 = indices.stride(1);
   problem.values = values.const_data_ptr();
   problem.block_elements = nnz ? values.numel() / nnz : 0;
-  problem.torch_sorts_stably = nnz >= kTorchRadixMinElements && torch_radix_sorts_1d_integers();
+  // torch sorts the keys as a view of the indices when sparse_dim is 1; along stride 0 (expanded
+  // indices) its sort returns the identity, which is the stable order of those equal keys.
+  problem.torch_sorts_stably = (nnz >= kTorchRadixMinElements && torch_radix_sorts_1d_integers()) ||
+                               (sparse_dim == 1 && indices.stride(1) == 0);
   problem.new_indices = new_indices.mutable_data_ptr<int64_t>();
   problem.new_values = new_values.mutable_data_ptr();
   const int64_t coalesced = kwker::coalesce(problem);

@@ -79,9 +79,10 @@ std::optional<Fallback> why_torch_embedding_backward(const Tensor& grad, const T
   }
   if (grad.numel() < kMinElements) return Fallback::kSmall;
   if (!float_mode_is_default()) return Fallback::kFloatMode;
+  // 16-bit rows need torch's vector step (to split body from tail); none found: torch's kernel.
+  if (grad.element_size() == 2 && torch_vector_step_16bit() == 0) return Fallback::kTorchCapability;
   if (scale_grad_by_freq) {
     if (!torch_kernels_fuse_multiply_add()) return Fallback::kTorchCapability;
-    if (grad.element_size() == 2 && torch_vector_step_16bit() == 0) return Fallback::kTorchCapability;
     if (grad.element_size() == 2 && grad.size(-1) >= kMaxScaledRow16) return Fallback::kTooLong;
   }
   return std::nullopt;

@@ -64,8 +64,9 @@ struct BagMaxProblem {
   void* offset2bag;     // num_indices: the bag of each index
 };
 
-// False, with nothing useful written, when torch would raise: offsets that do not start at 0, decrease
-// or pass num_indices, or an index outside [0, num_weights).
+// False, with nothing useful written, for what Kwker leaves to torch: offsets that do not start at 0 or
+// pass num_indices, or an index outside [0, num_weights) (torch raises), and decreasing offsets (torch
+// answers; Kwker does not reproduce it).
 bool embedding_bag_max(const BagMaxProblem& problem);
 
 struct BagMaxBackwardProblem {
