@@ -181,6 +181,9 @@ INSTANTIATE_TEST_SUITE_P(
         LargeCase{DType::kFloat32, SortOrder::kAscending, TieOrder::kIntrosort, Dist::kRandomFinite},
         LargeCase{DType::kFloat32, SortOrder::kDescending, TieOrder::kStable, Dist::kNaNMixed},
         LargeCase{DType::kFloat32, SortOrder::kAscending, TieOrder::kIntrosort, Dist::kKillerTies},
+        // A few ties among distinct keys: only the introsort's ranges that hold them are replayed.
+        LargeCase{DType::kFloat32, SortOrder::kDescending, TieOrder::kIntrosort, Dist::kSparseTies},
+        LargeCase{DType::kInt64, SortOrder::kAscending, TieOrder::kIntrosort, Dist::kSparseTies},
         // int64: wide keys with ties (scalar wide introsort), and rebased keys.
         LargeCase{DType::kInt64, SortOrder::kDescending, TieOrder::kIntrosort, Dist::kWideTies},
         LargeCase{DType::kInt64, SortOrder::kAscending, TieOrder::kStable, Dist::kRebase},

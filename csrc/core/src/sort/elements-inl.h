@@ -37,6 +37,11 @@ struct PackedOps {
   static void sort_leaf(uint64_t* first, uint64_t* last) {
     stable_sort_leaf<kOrder == PackedOrder::kByElement>(first, last - first);
   }
+  // A mark a sort may set on an element (the top bit of the position half, free in rows shorter than
+  // 2^31); comparisons by key do not see it.
+  static constexpr uint64_t kMark = uint64_t{1} << 31;
+  static uint64_t mark_bits(uint64_t e) { return e & kMark; }
+  static void set_mark(uint64_t& e, bool on) { e = on ? e | kMark : e & ~kMark; }
 };
 
 struct WideElement {
@@ -56,4 +61,23 @@ struct WideOps {
     return stop_mask64<Stops::kNotAbove, true, true>(&p->key, pivot.key);
   }
   static void sort_leaf(WideElement* first, WideElement* last);
+  static constexpr uint64_t kMark = uint64_t{1} << 63;  // as PackedOps::kMark, in the position
+  static uint64_t mark_bits(const WideElement& e) { return e.position & kMark; }
+  static void set_mark(WideElement& e, bool on) { e.position = on ? e.position | kMark : e.position & ~kMark; }
 };
+
+// Rows up to this long have room for the mark in their positions.
+inline constexpr int64_t kMaxMarkedRowLength = int64_t{1} << 31;
+
+// Whether any of p[0, n) is marked: 64 elements at a time, so the scan vectorises and stops soon
+// after the first mark.
+template <typename Ops, typename E>
+bool any_marked(const E* p, int64_t n) {
+  for (int64_t start = 0; start < n; start += 64) {
+    const int64_t end = n - start < 64 ? n : start + 64;
+    uint64_t marks = 0;
+    for (int64_t i = start; i < end; ++i) marks |= Ops::mark_bits(p[i]);
+    if (marks != 0) return true;
+  }
+  return false;
+}

@@ -126,9 +126,17 @@ inline void WideOps::sort_leaf(WideElement* first, WideElement* last) {
   }
 }
 
-template <typename Ops, typename E>
-void introsort_loop(E* first, E* last, int depth_limit) {
+// A guide may settle a range the introsort is about to sort, when it knows the range's sorted
+// content by other means (see TieGuide in sort_row-inl.h); NoGuide never does.
+struct NoGuide {
+  template <typename E>
+  bool settled(E*, E*) const { return false; }
+};
+
+template <typename Ops, typename E, typename Guide>
+void introsort_loop(E* first, E* last, int depth_limit, const Guide& guide) {
   while (last - first > kIntrosortThreshold) {
+    if (guide.settled(first, last)) return;
     if (depth_limit == 0) {
       partial_sort<Ops>(first, last, last);  // libstdc++'s heapsort fallback (heap-inl.h)
       return;
@@ -143,7 +151,7 @@ void introsort_loop(E* first, E* last, int depth_limit) {
       Ops::sort_leaf(first, cut);
       return;
     }
-    introsort_loop<Ops>(cut, last, depth_limit);
+    introsort_loop<Ops>(cut, last, depth_limit, guide);
     last = cut;
   }
   Ops::sort_leaf(first, last);
@@ -153,10 +161,10 @@ inline int introsort_depth_limit(int64_t n) {
   return 2 * (63 - __builtin_clzll(static_cast<unsigned long long>(n)));
 }
 
-template <typename Ops, typename E>
-void libstdcxx_introsort(E* first, int64_t n) {
+template <typename Ops, typename E, typename Guide = NoGuide>
+void libstdcxx_introsort(E* first, int64_t n, const Guide& guide = {}) {
   if (n < 2) return;
-  introsort_loop<Ops>(first, first + n, introsort_depth_limit(n));
+  introsort_loop<Ops>(first, first + n, introsort_depth_limit(n), guide);
 }
 
 // libstdc++'s std::nth_element (__introselect): the same pivots and partitions as the introsort,

@@ -61,9 +61,10 @@ typename Ops::Element* radix_sort(typename Ops::Element* src, typename Ops::Elem
   return radix_sort_in_passes<Ops, 8, kMaxKeyBits / 8>(src, dst, n, passes8);
 }
 
+// A count, not a boolean OR: integer sums vectorise.
 template <typename Ops>
 bool has_equal_neighbours(const typename Ops::Element* a, int64_t n) {
-  bool equal = false;
-  for (int64_t i = 1; i < n; ++i) equal |= !Ops::less(a[i - 1], a[i]);
-  return equal;
+  int64_t equal = 0;
+  for (int64_t i = 1; i < n; ++i) equal += !Ops::less(a[i - 1], a[i]);
+  return equal != 0;
 }

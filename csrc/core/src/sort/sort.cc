@@ -73,7 +73,7 @@ Workspace& thread_workspace() {
 }
 
 // A job for the problem's rows, with the given work buffers; row pointers are set per row.
-RowJob job_for(const SortRowsProblem& p, Workspace& ws, int* ties_seen) {
+RowJob job_for(const SortRowsProblem& p, Workspace& ws, int* many_ties_seen) {
   RowJob job;
   job.dtype = p.dtype;
   job.order = p.order;
@@ -84,7 +84,7 @@ RowJob job_for(const SortRowsProblem& p, Workspace& ws, int* ties_seen) {
   job.indices_stride = p.indices.row_stride;
   job.buffer_a = ws.a.data() + kPad;
   job.buffer_b = ws.b.data() + kPad;
-  job.ties_seen = ties_seen;
+  job.many_ties_seen = many_ties_seen;
   return job;
 }
 
@@ -159,12 +159,12 @@ TileRows next_tile(Cursor& cursor, int64_t& r, int64_t end) {
 }
 
 // Sorts rows [begin, end) a tile at a time.
-void sort_tiles(const SortRowsProblem& p, const RowKernels& kernels, Workspace& ws, int* ties_seen,
+void sort_tiles(const SortRowsProblem& p, const RowKernels& kernels, Workspace& ws, int* many_ties_seen,
                 int64_t begin, int64_t end) {
   const size_t element_size = dtype_size(p.dtype);
   const int64_t n = p.row_length;
   ws.reserve_tile(n);
-  RowJob job = job_for(p, ws, ties_seen);
+  RowJob job = job_for(p, ws, many_ties_seen);
   job.input_stride = job.values_stride = job.indices_stride = 1;
   RowCursor cursor(p, begin);
   for (int64_t r = begin; r < end;) {
@@ -195,15 +195,15 @@ void sort_rows(const SortRowsProblem& p) {
   const int64_t rows = row_count(p);
   if (rows == 0 || p.row_length == 0) return;
   const RowKernels kernels = row_kernels_for(active_isa());
-  int ties_seen = 0;
+  int many_ties_seen = 0;
   // As torch: about 32768 elements of work per task, so thread count never changes a result.
   const int64_t grain = std::max<int64_t>(1, 32768 / p.row_length);
   const bool in_tiles = tiled(p);
   parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     Workspace& ws = thread_workspace();
     ws.reserve(p.row_length);
-    if (in_tiles) return sort_tiles(p, kernels, ws, &ties_seen, begin, end);
-    RowJob job = job_for(p, ws, &ties_seen);
+    if (in_tiles) return sort_tiles(p, kernels, ws, &many_ties_seen, begin, end);
+    RowJob job = job_for(p, ws, &many_ties_seen);
     RowCursor cursor(p, begin);
     for (int64_t r = begin; r < end; ++r, cursor.next()) {
       point_at_row(job, p, cursor);

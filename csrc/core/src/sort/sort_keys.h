@@ -46,9 +46,13 @@ inline typename Format::Bits sort_key(typename Format::Bits bits) {
   } else if constexpr (Format::kind == KeyKind::kSigned) {
     key = Bits(bits ^ sign);
   } else {
+    // Masks, not branches or selects: GCC vectorises loops over elements only in this form.
+    using Signed = std::make_signed_t<Bits>;
     const Bits magnitude = Bits(bits & Bits(~sign));
-    const Bits ordered = (bits & sign) ? Bits(~bits) : Bits(bits | sign);
-    key = magnitude > Format::inf_bits ? Bits(~Bits(0)) : magnitude == 0 ? sign : ordered;
+    const Bits negative = Bits(Signed(bits) >> (sizeof(Bits) * 8 - 1));  // all ones if the sign is set
+    const Bits zero = Bits(-Bits(magnitude == 0)), nan = Bits(-Bits(magnitude > Format::inf_bits));
+    key = Bits(bits ^ Bits(negative | sign));  // ~bits, or bits | sign
+    key = Bits(Bits(key & Bits(~zero)) | Bits(sign & zero) | nan);
   }
   return kDescending ? Bits(~key) : key;
 }

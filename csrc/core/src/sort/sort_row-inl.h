@@ -9,10 +9,12 @@
 //    unique, so any correct sort gives the stable order.
 //  - torch's unstable order (libstdc++'s std::sort on (value, index) pairs): when no two keys are
 //    equal every correct sort gives the same permutation, so a radix result is returned once it
-//    shows no equal neighbours; otherwise the introsort runs step for step (introsort-inl.h). Where
-//    equal keys are certain (a key range smaller than the row) or likely (long rows, or an earlier
-//    row of the same call had them) the radix attempt is skipped. Rows of <= 16 elements:
-//    std::sort is an insertion sort, i.e. stable.
+//    shows no equal neighbours; otherwise the introsort runs step for step (introsort-inl.h), but
+//    only on its ranges that hold a tied key: a range of distinct keys is copied from the radix
+//    result (TieGuide). Where equal keys are certain (a key range smaller than the row) or common
+//    (long rows of 16-bit keys, or an earlier row of the same call had many) the whole introsort
+//    runs without the radix attempt. Rows of <= 16 elements: std::sort is an insertion sort, i.e.
+//    stable.
 // Values are rebuilt from the keys where that is exact (no NaN, no zero in the row), else copied
 // from the input by position. Cost: O(n) per radix digit; O(n log n) introsort. Memory: the buffers.
 
@@ -21,9 +23,8 @@
 #include "heap-inl.h"
 #include "introsort-inl.h"
 
-// Rows this long or longer are assumed to hold equal keys, and the radix attempt that could prove
-// otherwise is skipped: n normally distributed float32 values hold about n^2 / 2^27 equal pairs
-// (measured: 2 at 16384, 7 at 32000, 160 at 151936), integer or bfloat16 data far more.
+// Rows of 16-bit keys (bfloat16, float16, int16) this long or longer are assumed to hold equal keys
+// in torch's unstable order: at most 65536 keys, and real data bunches them.
 inline constexpr int64_t kTiesAssumedLength = 16384;
 // Up to this length a comparison sort beats the radix sort's fixed cost (256 counters per digit).
 inline constexpr int64_t kShortRowLength = 256;
@@ -73,9 +74,10 @@ KeyScan scan_keys(const Row<Format, kDescending>& row) {
 template <typename Format, bool kDescending>
 bool fill_packed(const Row<Format, kDescending>& row, uint64_t lo, uint64_t* out) {
   using Bits = typename Format::Bits;
-  bool invertible = true;
-  auto packed = [lo, &invertible](Bits bits, int64_t i) {
-    invertible &= key_is_invertible<Format>(bits);
+  // A count of the values that cannot be rebuilt, not a boolean AND: integer sums vectorise.
+  int64_t not_invertible = 0;
+  auto packed = [lo, &not_invertible](Bits bits, int64_t i) {
+    not_invertible += !key_is_invertible<Format>(bits);
     return ((uint64_t{sort_key<Format, kDescending>(bits)} - lo) << 32) | static_cast<uint64_t>(i);
   };
   const int64_t n = row.job.n;  // a local: the stores below could otherwise alias job.n
@@ -85,7 +87,7 @@ bool fill_packed(const Row<Format, kDescending>& row, uint64_t lo, uint64_t* out
   } else {
     for (int64_t i = 0; i < n; ++i) out[i] = packed(row.input(i), i);
   }
-  return invertible;
+  return not_invertible == 0;
 }
 
 // The row's (key - lo, position) pairs into `out`: rows of 64-bit keys spanning 2^32 or more.
@@ -241,6 +243,87 @@ void counting_sort(const Row<Format, kDescending>& row, const KeyScan& scan) {
   }
 }
 
+// ---- torch's unstable order ---------------------------------------------------------------------
+
+// Rows of 16-bit keys this long or longer are assumed to hold equal keys (most such rows must), so
+// neither their key range nor a radix attempt is worth its pass.
+template <typename Format>
+bool ties_assumed(const RowJob& job) {
+  return Format::key_bits <= 16 && job.ties == TieOrder::kIntrosort && job.n >= kTiesAssumedLength;
+}
+
+// Marks, in `elements` (the row's elements in input order), every element whose key the sorted row
+// holds more than once; returns how many it marked.
+template <typename Ops, typename E>
+int64_t mark_tied(const E* sorted, int64_t n, E* elements) {
+  int64_t marked = 0;
+  auto mark = [&](const E& e) {
+    E& element = elements[Ops::position(e)];
+    if (Ops::mark_bits(element) == 0) {
+      Ops::set_mark(element, true);
+      ++marked;
+    }
+  };
+  // 64 neighbour pairs at a time: a vectorised count finds the blocks that hold any tie.
+  for (int64_t start = 1; start < n; start += 64) {
+    const int64_t end = n - start < 64 ? n : start + 64;
+    int64_t ties = 0;
+    for (int64_t i = start; i < end; ++i) ties += !Ops::less(sorted[i - 1], sorted[i]);
+    if (ties == 0) continue;
+    for (int64_t i = start; i < end; ++i) {
+      if (Ops::less(sorted[i - 1], sorted[i])) continue;
+      mark(sorted[i - 1]);
+      mark(sorted[i]);
+    }
+  }
+  return marked;
+}
+
+// Settles the introsort's ranges that hold no marked (tied) element: all their keys are distinct,
+// so every correct sort orders such a range alike, and the range, being a block of the sorted row,
+// holds what the radix result holds at the same place. Only the ranges on the way to a tied key are
+// replayed, step for step.
+template <typename Ops>
+struct TieGuide {
+  using E = typename Ops::Element;
+  E* replay;
+  const E* sorted;
+  bool settled(E* first, E* last) const {
+    const int64_t n = last - first;
+    if (any_marked<Ops>(first, n)) return false;
+    const E* from = sorted + (first - replay);
+    for (int64_t i = 0; i < n; ++i) first[i] = from[i];
+    return true;
+  }
+};
+
+// A row of 3 to 16 distinct keys per 16 elements spends most of the replay on the way to its ties:
+// from this share of tied elements on, later rows of the call skip the radix attempt.
+inline constexpr int64_t kManyTiesShare = 16;
+
+// torch's unstable order of the row's elements, which work buffer a holds in input order (as
+// `fill(buffer)` writes them); b is a second buffer of n elements. With radix_first, a radix sort is tried first: rows without equal
+// keys are done, and the others replay only the introsort's ranges that hold ties (TieGuide).
+// Returns the buffer that holds the result.
+template <typename Ops, typename E, typename Fill>
+const E* introsort_order(const RowJob& job, E* a, E* b, int key_bits, bool radix_first, const Fill& fill) {
+  const int64_t n = job.n;
+  if (radix_first && n <= kMaxMarkedRowLength && !__atomic_load_n(job.many_ties_seen, __ATOMIC_RELAXED)) {
+    const E* sorted = radix_sort<Ops>(a, b, n, key_bits);
+    if (!has_equal_neighbours<Ops>(sorted, n)) return sorted;
+    E* replay = sorted == a ? b : a;
+    fill(replay);
+    if (mark_tied<Ops>(sorted, n, replay) * kManyTiesShare > n) {
+      __atomic_store_n(job.many_ties_seen, 1, __ATOMIC_RELAXED);
+    }
+    libstdcxx_introsort<Ops>(replay, n, TieGuide<Ops>{replay, sorted});
+    for (int64_t i = 0; i < n; ++i) Ops::set_mark(replay[i], false);
+    return replay;
+  }
+  libstdcxx_introsort<Ops>(a, n);
+  return a;
+}
+
 template <typename Format, bool kDescending>
 void sort_packed(const Row<Format, kDescending>& row, const KeyScan& scan) {
   using ByKey = PackedOps<PackedOrder::kByKey>;
@@ -268,17 +351,10 @@ void sort_packed(const Row<Format, kDescending>& row, const KeyScan& scan) {
     }
     return done(radix_sort<ByKey>(a, job.buffer_b, n, key_bits));
   }
-  const bool ties_certain = range + 1 < static_cast<uint64_t>(n);
-  const bool try_radix = !ties_certain && n > kShortRowLength && n < kTiesAssumedLength &&
-                         !__atomic_load_n(job.ties_seen, __ATOMIC_RELAXED);
-  if (try_radix) {
-    const uint64_t* sorted = radix_sort<ByKey>(a, job.buffer_b, n, key_bits);
-    if (!has_equal_neighbours<ByKey>(sorted, n)) return done(sorted);
-    __atomic_store_n(job.ties_seen, 1, __ATOMIC_RELAXED);  // later rows skip the attempt
-    fill_packed(row, scan.lo, a);
-  }
-  libstdcxx_introsort<ByKey>(a, n);
-  done(a);
+  const bool ties_certain = range + 1 < static_cast<uint64_t>(n) || ties_assumed<Format>(job);
+  const bool radix_first = !ties_certain && n > kShortRowLength;
+  done(introsort_order<ByKey>(job, a, job.buffer_b, key_bits, radix_first,
+                              [&](uint64_t* elements) { fill_packed(row, scan.lo, elements); }));
 }
 
 // 64-bit keys spanning 2^32 or more: (key - lo, position) pairs.
@@ -296,25 +372,17 @@ void sort_wide(const Row<Format, kDescending>& row, const KeyScan& scan) {
     return done(a);
   }
   if (job.ties == TieOrder::kStable) return done(radix_sort<WideOps>(a, b, n, key_bits));
-  if (n < kTiesAssumedLength && !__atomic_load_n(job.ties_seen, __ATOMIC_RELAXED)) {
-    const WideElement* sorted = radix_sort<WideOps>(a, b, n, key_bits);
-    if (!has_equal_neighbours<WideOps>(sorted, n)) return done(sorted);
-    __atomic_store_n(job.ties_seen, 1, __ATOMIC_RELAXED);
-    fill_wide(row, scan.lo, a);
-  }
-  libstdcxx_introsort<WideOps>(a, n);
-  done(a);
+  done(introsort_order<WideOps>(job, a, b, key_bits, true,
+                                [&](WideElement* elements) { fill_wide(row, scan.lo, elements); }));
 }
 
 template <typename Format, bool kDescending>
 void sort_row_typed(const RowJob& job) {
   const Row<Format, kDescending> row{job};
   if (job.n == 0) return;
-  // Long rows of narrow keys in torch's unstable order go straight to the introsort, which needs
-  // no key range: the full range stands in for a scan.
-  const bool range_unused = Format::key_bits <= 32 && job.ties == TieOrder::kIntrosort &&
-                            job.n >= kTiesAssumedLength;
-  const KeyScan scan = range_unused ? KeyScan{0, kLowHalf >> (32 - Format::key_bits)} : scan_keys(row);
+  // Rows assumed to hold ties go straight to the introsort, which needs no key range: the full
+  // range of their (at most 16-bit) keys stands in for a scan.
+  const KeyScan scan = ties_assumed<Format>(job) ? KeyScan{0, (1u << (Format::key_bits % 32)) - 1u} : scan_keys(row);
   if (job.n > kShortRowLength) {
     const Monotony m = monotony(row);
     if (job.ties == TieOrder::kStable ? m.non_decreasing : m.increasing) {

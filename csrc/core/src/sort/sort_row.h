@@ -26,8 +26,9 @@ struct RowJob {
   // Two work buffers of 2 * n uint64 each, with kPad readable elements before and after.
   uint64_t* buffer_a;
   uint64_t* buffer_b;
-  // Shared by the rows of one call: set (atomically) once a row has equal keys.
-  int* ties_seen;
+  // Shared by the rows of one call: set (atomically) once a row in torch's unstable order has many
+  // equal keys, so later rows skip the radix attempt.
+  int* many_ties_seen;
 };
 
 // One row of a topk: `row` as for a sort (n = the row's length, order descending for largest),
