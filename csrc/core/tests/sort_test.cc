@@ -187,6 +187,9 @@ INSTANTIATE_TEST_SUITE_P(
         // int64: wide keys with ties (scalar wide introsort), and rebased keys.
         LargeCase{DType::kInt64, SortOrder::kDescending, TieOrder::kIntrosort, Dist::kWideTies},
         LargeCase{DType::kInt64, SortOrder::kAscending, TieOrder::kStable, Dist::kRebase},
+        // Keys spanning 2^32, with 21-bit positions: key and position packed into one integer.
+        LargeCase{DType::kInt64, SortOrder::kDescending, TieOrder::kStable, Dist::kSpanMinWide},
+        LargeCase{DType::kFloat64, SortOrder::kAscending, TieOrder::kStable, Dist::kSpanMinWide},
         LargeCase{DType::kInt64, SortOrder::kAscending, TieOrder::kIntrosort, Dist::kRebaseTies}),
     large_name);
 

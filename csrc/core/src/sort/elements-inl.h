@@ -27,6 +27,7 @@ struct PackedOps {
   static bool less(uint64_t a, uint64_t b) { return (a & kCompared) < (b & kCompared); }
   static uint64_t position(uint64_t e) { return e & kLowHalf; }
   static uint64_t radix_key(uint64_t e) { return e >> 32; }
+  static constexpr int kRadixBits = 32;
   // Bit i: !less(p[i], pivot), for p[0..63]; and !less(pivot, p[63 - i]).
   static uint64_t not_less_mask(const uint64_t* p, uint64_t pivot) {
     return stop_mask64<Stops::kNotBelow, false, false>(p, pivot & kCompared);
@@ -54,6 +55,7 @@ struct WideOps {
   static bool less(const WideElement& a, const WideElement& b) { return a.key < b.key; }
   static uint64_t position(const WideElement& e) { return e.position; }
   static uint64_t radix_key(const WideElement& e) { return e.key; }
+  static constexpr int kRadixBits = 64;
   static uint64_t not_less_mask(const WideElement* p, const WideElement& pivot) {
     return stop_mask64<Stops::kNotBelow, true, false>(&p->key, pivot.key);
   }
@@ -64,6 +66,16 @@ struct WideOps {
   static constexpr uint64_t kMark = uint64_t{1} << 63;  // as PackedOps::kMark, in the position
   static uint64_t mark_bits(const WideElement& e) { return e.position & kMark; }
   static void set_mark(WideElement& e, bool on) { e.position = on ? e.position | kMark : e.position & ~kMark; }
+};
+
+// Packed elements of rows of 64-bit keys spanning 2^32 or more that are short enough for key and
+// position to share 64 bits: key << shift | position, where the position takes the low `shift`
+// bits. Compared as whole integers (unique: the stable order); radix-sorted from bit `shift` up.
+struct ShiftedOps {
+  using Element = uint64_t;
+  static bool less(uint64_t a, uint64_t b) { return a < b; }
+  static uint64_t radix_key(uint64_t e) { return e; }
+  static constexpr int kRadixBits = 64;
 };
 
 // Rows up to this long have room for the mark in their positions.
