@@ -324,11 +324,18 @@ Tensor mkl_sqrt_copy(const Tensor& x) {
   return out;
 }
 
+// Test-only: whether the optimizer steps use that copy on this machine (the check above passed).
+bool mkl_sqrt_copy_in_use() {
+  TorchSqrt sqrt;
+  return torch_sqrt(&sqrt) && sqrt.f32 != nullptr && sqrt.f32_matches_mkl_sqrt_f32;
+}
+
 }  // namespace
 }  // namespace kwker::adapter
 
 TORCH_LIBRARY_FRAGMENT(kwker, m) {
   m.def("mkl_sqrt_f32(Tensor x) -> Tensor", &kwker::adapter::mkl_sqrt_copy);
+  m.def("mkl_sqrt_copy_in_use() -> bool", &kwker::adapter::mkl_sqrt_copy_in_use);
   using namespace kwker::adapter;
   m.def("adam_step(Tensor(a!)[] params, Tensor[] grads, Tensor(b!)[] exp_avgs, Tensor(c!)[] exp_avg_sqs, "
         "Tensor(d!)[] state_steps, float lr, float beta1, float beta2, float weight_decay, float eps, "
