@@ -184,6 +184,9 @@ INSTANTIATE_TEST_SUITE_P(
         // A few ties among distinct keys: only the introsort's ranges that hold them are replayed.
         LargeCase{DType::kFloat32, SortOrder::kDescending, TieOrder::kIntrosort, Dist::kSparseTies},
         LargeCase{DType::kInt64, SortOrder::kAscending, TieOrder::kIntrosort, Dist::kSparseTies},
+        // Sorted rows with a few ties: the key order is the input's (ascending) or its reverse.
+        LargeCase{DType::kFloat32, SortOrder::kAscending, TieOrder::kIntrosort, Dist::kSortedTies},
+        LargeCase{DType::kInt64, SortOrder::kDescending, TieOrder::kIntrosort, Dist::kSortedTies},
         // int64: wide keys with ties (scalar wide introsort), and rebased keys.
         LargeCase{DType::kInt64, SortOrder::kDescending, TieOrder::kIntrosort, Dist::kWideTies},
         LargeCase{DType::kInt64, SortOrder::kAscending, TieOrder::kStable, Dist::kRebase},

@@ -260,6 +260,7 @@ enum class Dist {
   kAllEqual,
   kFewDistinct,    // 2..5 distinct values: ties heavy
   kSparseTies,     // random values, about 1 in 64 of them a copy of another: a few ties among distinct keys
+  kSortedTies,     // kSparseTies sorted ascending: the key order (or its reverse) is the input's
   kSawtooth,       // i % 17
   kOrganPipe,      // min(i, n - 1 - i)
   kKiller,         // McIlroy's adversary against libstdc++ std::sort: distinct keys
@@ -288,6 +289,7 @@ inline const char* dist_name(Dist d) {
     case Dist::kAllEqual: return "all_equal";
     case Dist::kFewDistinct: return "few_distinct";
     case Dist::kSparseTies: return "sparse_ties";
+    case Dist::kSortedTies: return "sorted_ties";
     case Dist::kSawtooth: return "sawtooth";
     case Dist::kOrganPipe: return "organ_pipe";
     case Dist::kKiller: return "median3_killer";
@@ -310,8 +312,8 @@ inline const char* dist_name(Dist d) {
 
 inline std::vector<Dist> dists_for(DType d) {
   std::vector<Dist> out = {Dist::kRandom,   Dist::kPermutation, Dist::kSorted,    Dist::kReversed,
-                           Dist::kAllEqual, Dist::kFewDistinct, Dist::kSparseTies, Dist::kSawtooth,
-                           Dist::kOrganPipe, Dist::kKiller,   Dist::kKillerTies};
+                           Dist::kAllEqual, Dist::kFewDistinct, Dist::kSparseTies, Dist::kSortedTies,
+                           Dist::kSawtooth, Dist::kOrganPipe, Dist::kKiller,   Dist::kKillerTies};
   if (kwker::is_floating(d)) {
     for (Dist x : {Dist::kRandomFinite, Dist::kNaNMixed, Dist::kNaNHeavy, Dist::kInfMixed,
                    Dist::kSignedZeros, Dist::kDenormals, Dist::kNearZero}) {
@@ -526,9 +528,15 @@ class Generator {
         break;
       }
       case Dist::kSparseTies:
+      case Dist::kSortedTies: {
         for (auto& x : v) x = kwker::is_floating(d_) ? random_finite() : random_bits();
         for (int64_t i = 0; n > 1 && i < n / 64 + 1; ++i) v[uniform(n)] = v[uniform(n)];
+        if (dist == Dist::kSparseTies) break;
+        const auto perm = oracle_permutation(d_, v, SortOrder::kAscending, TieOrder::kStable);
+        const std::vector<uint64_t> unsorted = v;
+        for (int64_t i = 0; i < n; ++i) v[i] = unsorted[perm[i]];
         break;
+      }
       case Dist::kSawtooth:
         for (int64_t i = 0; i < n; ++i) v[i] = value_of_rank(d_, i % 17, 17);
         break;
