@@ -490,6 +490,13 @@ class Generator {
     return payloads[uniform(std::size(payloads))];
   }
 
+  // Reorders `v` into the dtype's ascending (stable) order.
+  void sort_ascending(std::vector<uint64_t>& v) const {
+    const auto perm = oracle_permutation(d_, v, SortOrder::kAscending, TieOrder::kStable);
+    const std::vector<uint64_t> unsorted = v;
+    for (size_t i = 0; i < v.size(); ++i) v[i] = unsorted[perm[i]];
+  }
+
   std::vector<uint64_t> generate(Dist dist, int64_t n, SortOrder order) {
     std::vector<uint64_t> v(static_cast<size_t>(n));
     const uint64_t sign = kwker::is_floating(d_) ? f_.sign() : 0;
@@ -508,14 +515,11 @@ class Generator {
         break;
       }
       case Dist::kSorted:
-      case Dist::kReversed: {
-        std::vector<uint64_t> r(v.size());
-        for (auto& x : r) x = random_bits();
-        const auto perm = oracle_permutation(d_, r, SortOrder::kAscending, TieOrder::kStable);
-        for (int64_t i = 0; i < n; ++i) v[i] = r[perm[i]];
+      case Dist::kReversed:
+        for (auto& x : v) x = random_bits();
+        sort_ascending(v);
         if (dist == Dist::kReversed) std::reverse(v.begin(), v.end());
         break;
-      }
       case Dist::kAllEqual: {
         const uint64_t x = random_bits();
         std::fill(v.begin(), v.end(), x);
@@ -531,10 +535,7 @@ class Generator {
       case Dist::kSortedTies: {
         for (auto& x : v) x = kwker::is_floating(d_) ? random_finite() : random_bits();
         for (int64_t i = 0; n > 1 && i < n / 64 + 1; ++i) v[uniform(n)] = v[uniform(n)];
-        if (dist == Dist::kSparseTies) break;
-        const auto perm = oracle_permutation(d_, v, SortOrder::kAscending, TieOrder::kStable);
-        const std::vector<uint64_t> unsorted = v;
-        for (int64_t i = 0; i < n; ++i) v[i] = unsorted[perm[i]];
+        if (dist == Dist::kSortedTies) sort_ascending(v);
         break;
       }
       case Dist::kSawtooth:
