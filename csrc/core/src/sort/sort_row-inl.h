@@ -207,40 +207,74 @@ void write_monotonic(const Row<Format, kDescending>& row, Monotonic order) {
   }
 }
 
-// Counting sort for the stable order of rows whose keys take at most this many values (the
-// counters live in work buffer b, 16 bytes per element: rows at least a quarter that long).
-inline constexpr uint64_t kCountingSortMaxKeys = 65536;
+// Counting sort for the stable order of rows whose keys take at most this many values (their
+// counters stay in the L2 cache; bench: token-ids-i32-1m) and at most 4 per element (the counters
+// live in work buffer b, 16 bytes per element).
+inline constexpr uint64_t kCountingSortMaxKeys = uint64_t{1} << 17;
 
-template <typename Format, bool kDescending>
-void counting_sort(const Row<Format, kDescending>& row, const KeyScan& scan) {
+// The row is cut into kParts parts of `part` elements (the last takes the rest), each with its own
+// counters (next[p * keys + k]), and the count and scatter loops step through the parts side by
+// side: in bunched data equal keys follow each other, and with one set of counters each increment
+// would wait for the one before. Counters run key-major, part-minor, so the order stays stable.
+template <int kParts, typename Format, bool kDescending>
+void counting_sort_in_parts(const Row<Format, kDescending>& caller_row, const KeyScan& scan) {
   using Bits = typename Format::Bits;
-  const RowJob& job = row.job;
-  const int64_t n = job.n, vs = job.values_stride, is = job.indices_stride;
-  const uint64_t keys = scan.hi - scan.lo + 1;
+  // A local copy of the job: the index stores could otherwise alias its fields, which every
+  // element would then reload.
+  const RowJob job = caller_row.job;
+  const Row<Format, kDescending> row{job};
+  const int64_t n = job.n, vs = job.values_stride, is = job.indices_stride, part = n / kParts;
+  const uint64_t keys = scan.hi - scan.lo + 1, lo = scan.lo;
   uint32_t* next = reinterpret_cast<uint32_t*>(job.buffer_b);
-  for (uint64_t k = 0; k < keys; ++k) next[k] = 0;
-  bool invertible = true;
-  for (int64_t i = 0; i < n; ++i) {
-    ++next[row.key(i) - scan.lo];
-    invertible &= key_is_invertible<Format>(row.input(i));
-  }
+  for (uint64_t k = 0; k < kParts * keys; ++k) next[k] = 0;
+  // Calls f(p, position) for every element, the parts side by side, then the last part's rest.
+  auto for_each_in_parts = [&](const auto& f) {
+    for (int64_t i = 0; i < part; ++i) {
+      for (int p = 0; p < kParts; ++p) f(p, p * part + i);
+    }
+    for (int64_t i = kParts * part; i < n; ++i) f(kParts - 1, i);
+  };
+  int64_t not_invertible = 0;  // a count, not a boolean AND: integer sums vectorise
+  for_each_in_parts([&](int p, int64_t i) {
+    const Bits bits = row.input(i);
+    ++next[p * keys + (sort_key<Format, kDescending>(bits) - lo)];
+    not_invertible += !key_is_invertible<Format>(bits);
+  });
   uint32_t offset = 0;
   for (uint64_t k = 0; k < keys; ++k) {
-    const uint32_t c = next[k];
-    next[k] = offset;
-    offset += c;
+    for (int p = 0; p < kParts; ++p) {
+      const uint32_t c = next[p * keys + k];
+      next[p * keys + k] = offset;
+      offset += c;
+    }
   }
-  for (int64_t i = 0; i < n; ++i) job.indices[int64_t{next[row.key(i) - scan.lo]++} * is] = i;
+  for_each_in_parts([&](int p, int64_t i) {
+    job.indices[int64_t{next[p * keys + (row.key(i) - lo)]++} * is] = i;
+  });
   Bits* values = static_cast<Bits*>(job.values);
-  if (invertible) {  // next[k] is now where key k's run ends
+  if (not_invertible == 0) {  // the last part's counter of key k is now where k's run ends
+    const uint32_t* run_end = next + (kParts - 1) * keys;
     int64_t j = 0;
     for (uint64_t k = 0; k < keys; ++k) {
-      const Bits v = bits_of_key<Format, kDescending>(Bits(k + scan.lo));
-      for (; j < next[k]; ++j) values[j * vs] = v;
+      const Bits v = bits_of_key<Format, kDescending>(Bits(k + lo));
+      for (; j < run_end[k]; ++j) values[j * vs] = v;
     }
   } else {
     for (int64_t j = 0; j < n; ++j) values[j * vs] = row.input(job.indices[j * is]);
   }
+}
+
+// Rows of at most this many keys are counted in four parts: with more, the parts' 4 * keys write
+// fronts no longer stay in the cache (bench: percentile-clip-u8 and length-bucket-1m-*).
+inline constexpr uint64_t kPartedCountingMaxKeys = 512;
+
+template <typename Format, bool kDescending>
+void counting_sort(const Row<Format, kDescending>& row, const KeyScan& scan) {
+  const uint64_t keys = scan.hi - scan.lo + 1;
+  if (keys <= kPartedCountingMaxKeys && keys <= static_cast<uint64_t>(row.job.n)) {
+    return counting_sort_in_parts<4>(row, scan);
+  }
+  counting_sort_in_parts<1>(row, scan);
 }
 
 // ---- torch's unstable order ---------------------------------------------------------------------
