@@ -268,6 +268,7 @@ void counting_sort_in_parts(const Row<Format, kDescending>& caller_row, const Ke
 // fronts no longer stay in the cache (bench: percentile-clip-u8 and length-bucket-1m-*).
 inline constexpr uint64_t kPartedCountingMaxKeys = 512;
 
+// Four parts need 4 * keys counters of 4 bytes in work buffer b's 16 bytes per element: keys <= n.
 template <typename Format, bool kDescending>
 void counting_sort(const Row<Format, kDescending>& row, const KeyScan& scan) {
   const uint64_t keys = scan.hi - scan.lo + 1;
