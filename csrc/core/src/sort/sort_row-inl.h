@@ -287,11 +287,17 @@ bool ties_assumed(const RowJob& job) {
   return Format::key_bits <= 16 && job.ties == TieOrder::kIntrosort && job.n >= kTiesAssumedLength;
 }
 
+struct Ties {
+  int64_t marked;  // elements whose key the row holds more than once
+  int64_t runs;    // keys the row holds more than once
+};
+
 // Marks, in `elements` (the row's elements in input order), every element whose key the sorted row
-// holds more than once; returns how many it marked.
+// holds more than once.
 template <typename Ops, typename E>
-int64_t mark_tied(const E* sorted, int64_t n, E* elements) {
-  int64_t marked = 0;
+Ties mark_tied(const E* sorted, int64_t n, E* elements) {
+  int64_t marked = 0, runs = 0;
+  bool previous_tied = false;  // whether the pair before the current one is tied
   auto mark = [&](const E& e) {
     E& element = elements[Ops::position(e)];
     if (Ops::mark_bits(element) == 0) {
@@ -304,14 +310,20 @@ int64_t mark_tied(const E* sorted, int64_t n, E* elements) {
     const int64_t end = n - start < 64 ? n : start + 64;
     int64_t ties = 0;
     for (int64_t i = start; i < end; ++i) ties += !Ops::less(sorted[i - 1], sorted[i]);
-    if (ties == 0) continue;
+    if (ties == 0) {
+      previous_tied = false;
+      continue;
+    }
     for (int64_t i = start; i < end; ++i) {
-      if (Ops::less(sorted[i - 1], sorted[i])) continue;
+      const bool tied = !Ops::less(sorted[i - 1], sorted[i]);
+      runs += tied && !previous_tied;
+      previous_tied = tied;
+      if (!tied) continue;
       mark(sorted[i - 1]);
       mark(sorted[i]);
     }
   }
-  return marked;
+  return {marked, runs};
 }
 
 // Settles the introsort's ranges that hold no marked (tied) element: all their keys are distinct,
@@ -333,8 +345,12 @@ struct TieGuide {
 };
 
 // A row of 3 to 16 distinct keys per 16 elements spends most of the replay on the way to its ties:
-// from this share of tied elements on, later rows of the call skip the radix attempt.
+// when this share of its elements is tied, spread over more than this share of tied keys, later
+// rows of the call skip the radix attempt. Few tied keys cost the replay little however many
+// elements hold them: only the ranges on the way to each run, and the runs themselves, are
+// replayed (bench: dropout-activations-signed-zeros, whose ties are the zeros).
 inline constexpr int64_t kManyTiesShare = 16;
+inline constexpr int64_t kManyTiedKeysShare = 1024;
 
 // torch's unstable order of the row's elements, which work buffer a holds in input order (as
 // `fill(buffer)` writes them); b is a second buffer of n elements. With radix_first, a radix sort is tried first: rows without equal
@@ -348,7 +364,8 @@ const E* introsort_order(const RowJob& job, E* a, E* b, int key_bits, bool radix
     if (!has_equal_neighbours<Ops>(sorted, n)) return sorted;
     E* replay = sorted == a ? b : a;
     fill(replay);
-    if (mark_tied<Ops>(sorted, n, replay) * kManyTiesShare > n) {
+    const Ties ties = mark_tied<Ops>(sorted, n, replay);
+    if (ties.marked * kManyTiesShare > n && ties.runs * kManyTiedKeysShare > n) {
       __atomic_store_n(job.many_ties_seen, 1, __ATOMIC_RELAXED);
     }
     libstdcxx_introsort<Ops>(replay, n, TieGuide<Ops>{replay, sorted});
