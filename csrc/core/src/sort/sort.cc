@@ -50,12 +50,16 @@ constexpr int kTileRows = 16;
 struct Workspace {
   std::vector<uint64_t> a, b;
   std::vector<uint64_t> tile_input, tile_values, tile_indices;  // kTileRows contiguous rows each
+  std::vector<uint64_t> row_input;                              // one row's input, contiguous
   void reserve(int64_t n) {
     const size_t need = static_cast<size_t>(2 * n + 2 * kPad);
     if (a.size() < need) {
       a.assign(need, 0);
       b.assign(need, 0);
     }
+  }
+  void reserve_row(int64_t n) {
+    if (row_input.size() < static_cast<size_t>(n)) row_input.assign(static_cast<size_t>(n), 0);
   }
   void reserve_tile(int64_t n) {
     const size_t need = static_cast<size_t>(kTileRows * n);
@@ -204,9 +208,22 @@ void sort_rows(const SortRowsProblem& p) {
     ws.reserve(p.row_length);
     if (in_tiles) return sort_tiles(p, kernels, ws, &many_ties_seen, begin, end);
     RowJob job = job_for(p, ws, &many_ties_seen);
+    // A long strided row that is not tiled (a column, say) is copied once: the row's several passes
+    // then read it contiguously instead of a cache line per element (bench: nms-yolo-25200-column).
+    const bool copy_rows = p.input.row_stride != 1 && p.row_length >= kMinTiledRowLength;
+    if (copy_rows) {
+      ws.reserve_row(p.row_length);
+      job.input_stride = 1;
+    }
     RowCursor cursor(p, begin);
     for (int64_t r = begin; r < end; ++r, cursor.next()) {
       point_at_row(job, p, cursor);
+      if (copy_rows) {
+        const int64_t offset = cursor.input();
+        copy_tile(dtype_size(p.dtype), true, ws.row_input.data(), p.input.data, &offset, 1, p.row_length,
+                  p.input.row_stride);
+        job.input = ws.row_input.data();
+      }
       kernels.sort_row(job);
     }
   });
