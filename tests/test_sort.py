@@ -37,9 +37,13 @@ def sort_kwargs(stable, dim=-1, descending=False) -> dict:
     return kw
 
 
+MONOTONIC_FEW_TIES_SHARE = 4096  # the core's kMonotonicFewTiesShare
+
+
 def first_row_presorted_with_ties(x: torch.Tensor, dim: int) -> bool:
     """Whether the first row along dim is already in order, or in reverse order, under torch's
-    comparator and has equal keys: Kwker declines unstable sorts of such rows (torch is as fast)."""
+    comparator and has more than n / 4096 equal neighbours: Kwker declines unstable sorts of such
+    rows (torch is as fast)."""
     import kwker.torch_ops as kto
 
     row = x.movedim(dim, -1).reshape(-1, x.size(dim))[0]
@@ -52,7 +56,7 @@ def first_row_presorted_with_ties(x: torch.Tensor, dim: int) -> bool:
         equal = (v[1:] == v[:-1]) | (v[1:].isnan() & v[:-1].isnan())
     else:
         equal = v[1:] == v[:-1]
-    return in_order and bool(equal.any())
+    return in_order and int(equal.sum()) * MONOTONIC_FEW_TIES_SHARE > row.numel()
 
 
 def expect_served(x: torch.Tensor, dim: int, stable) -> bool:
@@ -487,6 +491,29 @@ def test_float64_key_span(isa, where):
     x = torch.stack(rows)
     check_sort_variants(x, -1, stables=(False, True), context=f"[{isa} float64 span {where}]")
     check_sort_variants(x.t(), 0, stables=(False, True), context=f"[{isa} float64 span {where} transposed]")
+
+
+@pytest.mark.parametrize("dtype", (torch.int64, torch.int32, torch.float32, torch.bfloat16, torch.float64),
+                         ids=lambda d: NAMES[d])
+@pytest.mark.parametrize("n", (4097, 40000, 300000))
+@pytest.mark.parametrize("equal_pairs", (1, 3, 9, 80))
+def test_monotonic_rows_with_few_ties(isa, dtype, n, equal_pairs):
+    """Rows in order or in reverse order with a few equal neighbours: Kwker replays the introsort
+    from the row itself when they are few (<= n / 4096), and declines the row when they are more.
+    int64 rows span more than 2^32 (wide elements) as well as less."""
+    rng = np.random.default_rng(seed_of_test("monotonic", NAMES[dtype], n, equal_pairs))
+    if dtype == torch.bfloat16:
+        n = min(n, 16383)  # longer bf16 rows are assumed to hold many ties
+        row = sortdata.from_bits(np.arange(0x3F80, 0x3F80 + n), dtype)  # 1.0 up to the largest finite
+    else:
+        step = 1 << 20 if dtype == torch.int64 else 3  # int64: a span of about 2^38
+        row = torch.from_numpy(np.cumsum(rng.integers(1, step, n))).to(dtype)
+    tied = torch.from_numpy(rng.choice(n - 1, size=min(equal_pairs, n - 1), replace=False) + 1)
+    row[tied] = row[tied - 1]
+    for x in (row, row.flip(0)):
+        assert torch.equal(torch.sort(x).values, torch.sort(x, stable=True).values)
+        check_sort_variants(x, -1, stables=(OMIT, False), context=f"[{isa} monotonic {NAMES[dtype]} n={n} "
+                                                                f"ties={equal_pairs}]")
 
 
 def seed_of_test(*parts) -> int:

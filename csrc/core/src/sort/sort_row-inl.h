@@ -157,6 +157,7 @@ void write_output(const Row<Format, kDescending>& row, const typename Ops::Eleme
 // make the identity the answer; strictly decreasing ones the reversal.
 struct Monotony {
   bool non_decreasing = true, increasing = true, non_increasing = true, decreasing = true;
+  int64_t equal_pairs = 0;  // neighbours with equal keys, in the blocks checked
   bool any() const { return non_decreasing || non_increasing; }
 };
 
@@ -177,7 +178,7 @@ Monotony monotony_of(int64_t n, const KeyAt& key_at) {
       equals += k == previous;
     }
     m = {m.non_decreasing && falls == 0, m.increasing && falls == 0 && equals == 0,
-         m.non_increasing && rises == 0, m.decreasing && rises == 0 && equals == 0};
+         m.non_increasing && rises == 0, m.decreasing && rises == 0 && equals == 0, m.equal_pairs + equals};
   }
   return m;
 }
@@ -352,32 +353,44 @@ struct TieGuide {
 inline constexpr int64_t kManyTiesShare = 16;
 inline constexpr int64_t kManyTiedKeysShare = 1024;
 
+// How the introsort's result is reached. kRadixFirst: a radix sort is tried first; rows without
+// equal keys are done with it, and the others replay only the introsort's ranges that hold ties
+// (TieGuide). kInOrder / kReversed: the row's keys never fall / never rise, so the row (or its
+// reversal) is a sorted row, and the replay starts from it. kFull: the whole introsort.
+enum class Route { kFull, kRadixFirst, kInOrder, kReversed };
+
 // torch's unstable order of the row's elements, which work buffer a holds in input order (as
-// `fill(buffer)` writes them); b is a second buffer of n elements. With radix_first, a radix sort is tried first: rows without equal
-// keys are done, and the others replay only the introsort's ranges that hold ties (TieGuide).
-// Returns the buffer that holds the result.
+// `fill(buffer)` writes them); b is a second buffer of n elements. Returns the buffer that holds
+// the result.
 template <typename Ops, typename E, typename Fill>
-const E* introsort_order(const RowJob& job, E* a, E* b, int key_bits, bool radix_first, const Fill& fill) {
+const E* introsort_order(const RowJob& job, E* a, E* b, int key_bits, Route route, const Fill& fill) {
   const int64_t n = job.n;
-  if (radix_first && n <= kMaxMarkedRowLength && !__atomic_load_n(job.many_ties_seen, __ATOMIC_RELAXED)) {
-    const E* sorted = radix_sort<Ops>(a, b, n, key_bits);
-    if (!has_equal_neighbours<Ops>(sorted, n)) return sorted;
-    E* replay = sorted == a ? b : a;
-    fill(replay);
-    const Ties ties = mark_tied<Ops>(sorted, n, replay);
-    if (ties.marked * kManyTiesShare > n && ties.runs * kManyTiedKeysShare > n) {
-      __atomic_store_n(job.many_ties_seen, 1, __ATOMIC_RELAXED);
-    }
-    libstdcxx_introsort<Ops>(replay, n, TieGuide<Ops>{replay, sorted});
-    for (int64_t i = 0; i < n; ++i) Ops::set_mark(replay[i], false);
-    return replay;
+  if (route == Route::kRadixFirst && __atomic_load_n(job.many_ties_seen, __ATOMIC_RELAXED)) route = Route::kFull;
+  if (route == Route::kFull || n > kMaxMarkedRowLength) {
+    libstdcxx_introsort<Ops>(a, n);
+    return a;
   }
-  libstdcxx_introsort<Ops>(a, n);
-  return a;
+  const E* sorted;
+  if (route == Route::kRadixFirst) {
+    sorted = radix_sort<Ops>(a, b, n, key_bits);
+    if (!has_equal_neighbours<Ops>(sorted, n)) return sorted;
+  } else {
+    for (int64_t i = 0; i < n; ++i) b[i] = a[route == Route::kReversed ? n - 1 - i : i];
+    sorted = b;
+  }
+  E* replay = sorted == a ? b : a;
+  if (route == Route::kRadixFirst) fill(replay);
+  const Ties ties = mark_tied<Ops>(sorted, n, replay);
+  if (ties.marked * kManyTiesShare > n && ties.runs * kManyTiedKeysShare > n) {
+    __atomic_store_n(job.many_ties_seen, 1, __ATOMIC_RELAXED);
+  }
+  libstdcxx_introsort<Ops>(replay, n, TieGuide<Ops>{replay, sorted});
+  for (int64_t i = 0; i < n; ++i) Ops::set_mark(replay[i], false);
+  return replay;
 }
 
 template <typename Format, bool kDescending>
-void sort_packed(const Row<Format, kDescending>& row, const KeyScan& scan) {
+void sort_packed(const Row<Format, kDescending>& row, const KeyScan& scan, Route monotonic_route) {
   using ByKey = PackedOps<PackedOrder::kByKey>;
   const RowJob& job = row.job;
   const int64_t n = job.n;
@@ -404,8 +417,9 @@ void sort_packed(const Row<Format, kDescending>& row, const KeyScan& scan) {
     return done(radix_sort<ByKey>(a, job.buffer_b, n, key_bits));
   }
   const bool ties_certain = range + 1 < static_cast<uint64_t>(n) || ties_assumed<Format>(job);
-  const bool radix_first = !ties_certain && n > kShortRowLength;
-  done(introsort_order<ByKey>(job, a, job.buffer_b, key_bits, radix_first,
+  const Route route = monotonic_route != Route::kFull ? monotonic_route
+                      : !ties_certain && n > kShortRowLength ? Route::kRadixFirst : Route::kFull;
+  done(introsort_order<ByKey>(job, a, job.buffer_b, key_bits, route,
                               [&](uint64_t* elements) { fill_packed(row, scan.lo, elements); }));
 }
 
@@ -436,7 +450,7 @@ void sort_shifted(const Row<Format, kDescending>& row, uint64_t lo, int key_bits
 
 // 64-bit keys spanning 2^32 or more: (key - lo, position) pairs.
 template <typename Format, bool kDescending>
-void sort_wide(const Row<Format, kDescending>& row, const KeyScan& scan) {
+void sort_wide(const Row<Format, kDescending>& row, const KeyScan& scan, Route monotonic_route) {
   const RowJob& job = row.job;
   const int64_t n = job.n;
   const int key_bits = key_bits_for_range(scan.hi - scan.lo);
@@ -453,8 +467,24 @@ void sort_wide(const Row<Format, kDescending>& row, const KeyScan& scan) {
     return done(a);
   }
   if (job.ties == TieOrder::kStable) return done(radix_sort<WideOps>(a, b, n, key_bits));
-  done(introsort_order<WideOps>(job, a, b, key_bits, true,
+  done(introsort_order<WideOps>(job, a, b, key_bits, monotonic_route != Route::kFull ? monotonic_route : Route::kRadixFirst,
                                 [&](WideElement* elements) { fill_wide(row, scan.lo, elements); }));
+}
+
+// Rows in order (or reverse order) but with equal keys, in torch's unstable order. With few equal
+// neighbours the introsort is replayed from the row itself (or its reversal), a sorted row: only
+// the ranges on the way to the ties are partitioned. With more, libstdc++'s introsort, which meets
+// only predictable branches on such rows, is as fast as that, and Kwker declines them.
+inline constexpr int64_t kMonotonicFewTiesShare = 4096;
+
+inline bool many_monotonic_ties(const RowJob& job, const Monotony& m) {
+  return m.equal_pairs * kMonotonicFewTiesShare > job.n;
+}
+
+inline Route monotonic_route(const RowJob& job, const Monotony& m) {
+  if (job.ties != TieOrder::kIntrosort || many_monotonic_ties(job, m)) return Route::kFull;
+  if (m.non_decreasing) return Route::kInOrder;
+  return m.non_increasing ? Route::kReversed : Route::kFull;
 }
 
 template <typename Format, bool kDescending>
@@ -464,27 +494,29 @@ void sort_row_typed(const RowJob& job) {
   // Rows assumed to hold ties go straight to the introsort, which needs no key range: the full
   // range of their (at most 16-bit) keys stands in for a scan.
   const KeyScan scan = ties_assumed<Format>(job) ? KeyScan{0, (1u << (Format::key_bits % 32)) - 1u} : scan_keys(row);
+  Route route = Route::kFull;  // kFull: not monotonic (sort_packed and sort_wide pick the route)
   if (job.n > kShortRowLength) {
     const Monotony m = monotony(row);
     if (job.ties == TieOrder::kStable ? m.non_decreasing : m.increasing) {
       return write_monotonic(row, Monotonic::kIncreasing);
     }
     if (m.decreasing) return write_monotonic(row, Monotonic::kDecreasing);
+    route = monotonic_route(job, m);
   }
   if (scan.hi - scan.lo <= kLowHalf) {
-    sort_packed(row, scan);
+    sort_packed(row, scan, route);
   } else if constexpr (Format::key_bits == 64) {
-    sort_wide(row, scan);
+    sort_wide(row, scan, route);
   }
 }
 
-// Rows in order (or reverse order) but with equal keys, in torch's unstable order: libstdc++'s
-// introsort meets only predictable branches on them and is as fast as Kwker's, so Kwker declines.
+// Rows in order (or reverse order) with many equal keys, in torch's unstable order (see
+// monotonic_route).
 template <typename Format, bool kDescending>
 bool declines_typed(const RowJob& job) {
   if (job.ties != TieOrder::kIntrosort || job.n <= kShortRowLength) return false;
   const Monotony m = monotony(Row<Format, kDescending>{job});
-  return m.any() && !m.increasing && !m.decreasing;
+  return m.any() && !m.increasing && !m.decreasing && many_monotonic_ties(job, m);
 }
 
 // Calls f.template operator()<Format, kDescending>() for the job's dtype and order: the one place
