@@ -13,8 +13,9 @@
 //    only on its ranges that hold a tied key: a range of distinct keys is copied from the radix
 //    result (TieGuide). Where equal keys are certain (a key range smaller than the row) or common
 //    (long rows of 16-bit keys, or an earlier row of the same call had many) the whole introsort
-//    runs without the radix attempt. Rows of <= 16 elements: std::sort is an insertion sort, i.e.
-//    stable.
+//    runs without the radix attempt. Rows in order (or reverse order) with few equal keys replay
+//    from the row itself (or its reversal), a sorted row; with many, Kwker declines them. Rows of
+//    <= 16 elements: std::sort is an insertion sort, i.e. stable.
 // Values are rebuilt from the keys where that is exact (no NaN, no zero in the row), else copied
 // from the input by position. Cost: O(n) per radix digit; O(n log n) introsort. Memory: the buffers.
 
