@@ -13,6 +13,8 @@ expect served may fall back for exactly those reasons, never others. Every case 
 from __future__ import annotations
 
 import functools
+import os
+import sys
 
 import pytest
 import torch
@@ -317,6 +319,59 @@ def test_threads_give_the_same_answer():
                     results.append(both.kwker)
         assert_bit_identical(results[0], results[2], context="1 vs 2 threads")
         assert_bit_identical(results[1], results[3], context="1 vs 2 threads, scaled")
+
+
+# Large tables: Kwker zeroes grad_weight by handing its fresh pages back to the kernel and faulting in
+# only those it will write (csrc/torch/zeros_for_sparse_writes.h); resident ones it zeroes as torch does.
+LARGE_TABLES = [  # rows, dim, ids, dtype: which pages are written, and how (small pages, huge, all)
+    (20_000, 64, 300, torch.float32),       # 5 MiB, few rows: small pages, heap memory glibc may reuse
+    (70_000, 128, 40, torch.bfloat16),      # 17 MiB, a handful of rows
+    (160_000, 64, 400, torch.float32),      # 39 MiB, few rows: a mapping of its own, small pages
+    (160_000, 64, 60_000, torch.float32),   # most 4 KiB pages written: huge pages (where THP is on)
+    (40_000, 256, 200_000, torch.float64),  # 78 MiB, every page written: zeroed as torch does
+]
+
+
+@pytest.mark.parametrize("rows,dim,ids,dtype", LARGE_TABLES, ids=lambda v: str(v).removeprefix("torch."))
+def test_large_tables_after_freed_garbage(rows, dim, ids, dtype):
+    # A freed block of the table's size full of NaN, which glibc may hand out again: its resident pages
+    # must be zeroed, the rest read as zeros.
+    for _ in range(2):
+        junk = torch.full((rows, dim), float("nan"), dtype=dtype)
+        del junk
+    grad = gradients((ids, dim), dtype, seed=ids)
+    idx = index_tensor((ids,), rows, kind="skewed" if ids > rows else "dups", seed=rows)
+    check_backward(grad, idx, rows, padding_idx=3, what="large table")
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+def test_rows_no_id_names_take_no_memory():
+    # The gradient of a 100 MiB table where 200 ids are looked up: its other rows stay unmapped
+    # (zeros on reading); at::zeros would have made all of it resident.
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            if "[always]" in f.read():
+                pytest.skip("transparent huge pages always on: a written row maps 2 MiB")
+    except OSError:
+        pass
+    rows, dim = 400_000, 64
+    grad, idx = gradients((200, dim), torch.float32, seed=9), index_tensor((200,), rows, seed=10)
+    import kwker.torch_ops as kto
+
+    before = _resident_bytes()
+    with kto.accelerated():
+        ours = E(grad, idx, rows, -1, False)
+    grown = _resident_bytes() - before
+    table = rows * dim * 4
+    assert grown < table // 10, f"grad_weight made {grown} of its {table} bytes resident"
+    with kto.disabled():
+        expected = E(grad, idx, rows, -1, False)
+    assert_bit_identical(expected, ours, context="sparse rows of a large table")
 
 
 def test_scripted_backward_reaches_kwker():

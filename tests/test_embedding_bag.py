@@ -419,6 +419,22 @@ def test_compiled_model_reaches_kwker():
     assert family_delta(both)["kwker"] >= 2, f"compiled forward and backward: {family_delta(both)}"
 
 
+@pytest.mark.parametrize("num_weights,dim,num_indices,num_bags", [
+    (20_000, 64, 600, 100),         # 5 MiB gradient, few rows written: small pages
+    (160_000, 64, 400, 60),         # 39 MiB, few rows: small pages
+    (160_000, 64, 300_000, 30_000),  # most pages written: huge pages where THP is on, else zeroed
+], ids=("5MiB-sparse", "39MiB-sparse", "39MiB-dense"))
+def test_backward_into_large_tables_after_freed_garbage(num_weights, dim, num_indices, num_bags):
+    # grad_weight's fresh pages are handed back, resident ones zeroed (see test_embedding.py): a freed
+    # block of its size full of NaN, which glibc may reuse, must not show through.
+    weight = weights(num_weights, dim, torch.float32, "random", seed=num_bags)
+    indices, offsets = bag_inputs(num_indices, num_bags, num_weights, seed=num_indices)
+    for _ in range(2):
+        junk = torch.full((num_weights, dim), float("nan"))
+        del junk
+    forward_and_backward(weight, indices, offsets, padding_idx=5, what="large table")
+
+
 def test_threads_give_the_same_answer():
     cases = [(weights(5000, 64, torch.float32, "ties", seed=1), *bag_inputs(200_000, 4000, 5000, seed=2)),
              (weights(3000, 40, torch.bfloat16, "random", seed=3),

@@ -18,7 +18,6 @@
 #include <ATen/ops/embedding_dense_backward_cpu_dispatch.h>
 #include <ATen/ops/embedding_dense_backward_ops.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include <optional>
@@ -30,6 +29,7 @@
 #include "registry.h"
 #include "tensors.h"
 #include "torch_facts.h"
+#include "zeros_for_sparse_writes.h"
 
 namespace kwker::adapter {
 namespace {
@@ -112,7 +112,6 @@ Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices
   }
   const Tensor grad = grad_output.contiguous();
   const int64_t dim = grad_output.size(-1);
-  Tensor grad_weight = at::zeros({num_weights, dim}, grad_output.options());
   EmbeddingBackwardProblem problem{};
   problem.dtype = *float_dtype(grad);
   problem.index_type = *index_type(index);
@@ -124,6 +123,10 @@ Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices
   problem.padding_idx = padding_idx;
   problem.scale_grad_by_freq = scale_grad_by_freq;
   problem.torch_vector_elements = torch_vector_step_16bit();
+  Tensor grad_weight = zeros_for_sparse_writes({num_weights, dim}, grad_output.options(),
+                                               [&](const PagesWrittenQuery& query) {
+                                                 return embedding_dense_backward_pages(problem, query);
+                                               });
   problem.grad_weight = grad_weight.mutable_data_ptr();
   if (!kwker::embedding_dense_backward(problem)) {
     call.fell_back(Fallback::kNanResult);
@@ -239,7 +242,6 @@ Tensor embedding_bag_dense_backward(const Tensor& grad, const Tensor& indices, c
   const int64_t num_weights = num_weights_sym.expect_int();
   std::optional<Fallback> why = why_torch_bag_backward(grad, bag_size, maximum_indices, num_weights, mode);
   if (!why) {
-    Tensor grad_weight = at::zeros({num_weights, grad.size(1)}, grad.options());
     BagMaxBackwardProblem problem{};
     problem.dtype = *float_dtype(grad);
     problem.index_type = *index_type(maximum_indices);
@@ -254,6 +256,9 @@ Tensor embedding_bag_dense_backward(const Tensor& grad, const Tensor& indices, c
     problem.num_bags = grad.size(0);
     problem.dim = grad.size(1);
     problem.num_weights = num_weights;
+    Tensor grad_weight = zeros_for_sparse_writes(
+        {num_weights, grad.size(1)}, grad.options(),
+        [&](const PagesWrittenQuery& query) { return embedding_bag_max_backward_pages(problem, query); });
     problem.grad_weight = grad_weight.mutable_data_ptr();
     if (embedding_bag_max_backward(problem)) {
       if (fault_injected(Kernel::kEmbeddingBag) && grad_weight.numel() > 0) {

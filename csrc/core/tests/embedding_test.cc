@@ -199,6 +199,83 @@ TEST(EmbeddingBagMax, MatchesTorchsLoopWithTiesPaddingAndEmptyBags) {
   });
 }
 
+// The pages an element range falls on, by brute force: one mark per byte.
+void mark_bytes(std::vector<uint8_t>& pages, int64_t page_bytes, int64_t offset, int64_t begin, int64_t bytes) {
+  for (int64_t b = begin; b < begin + bytes; ++b) pages[static_cast<size_t>((offset + b) / page_bytes)] = 1;
+}
+
+int64_t marked(const std::vector<uint8_t>& pages) {
+  int64_t n = 0;
+  for (uint8_t p : pages) n += p;
+  return n;
+}
+
+TEST(PagesWritten, DenseBackwardNamesThePagesOfItsRowsAndStopsPastTheLimit) {
+  std::mt19937_64 rng(3);
+  const int64_t num_weights = 500, dim = 37, n = 60, padding = 17;
+  std::vector<int64_t> indices(n);
+  std::uniform_int_distribution<int64_t> pick(-3, num_weights + 3);  // out-of-range ids write nothing
+  for (auto& i : indices) i = pick(rng);
+  indices[5] = padding;
+  kwker::EmbeddingBackwardProblem p{};
+  p.dtype = DType::kFloat32;
+  p.index_type = kwker::IndexType::kInt64;
+  p.indices = indices.data();
+  p.num_indices = n;
+  p.dim = dim;
+  p.num_weights = num_weights;
+  p.padding_idx = padding;
+  const int64_t row = dim * 4, table = num_weights * row;
+  for (int64_t page : {64, 256, 4096}) {
+    for (int64_t offset : {int64_t{0}, page / 2, page - 4}) {
+      SCOPED_TRACE(::testing::Message() << "page " << page << " offset " << offset);
+      const size_t spanned = static_cast<size_t>((offset + table + page - 1) / page);
+      std::vector<uint8_t> expect(spanned, 0), got(spanned, 0);
+      for (int64_t k : indices) {
+        if (k >= 0 && k < num_weights && k != padding) mark_bytes(expect, page, offset, k * row, row);
+      }
+      EXPECT_EQ(kwker::embedding_dense_backward_pages(p, {page, offset, table, got.data()}), marked(expect));
+      EXPECT_EQ(got, expect);
+      std::vector<uint8_t> scratch(spanned, 0);
+      EXPECT_EQ(kwker::embedding_dense_backward_pages(p, {page, offset, 3, scratch.data()}), 4);  // past the limit
+    }
+  }
+}
+
+TEST(PagesWritten, MaxBackwardNamesThePagesOfItsElementsSkippingEmptyBags) {
+  std::mt19937_64 rng(4);
+  const int64_t num_weights = 300, dim = 5, bags = 40;
+  std::vector<int32_t> mi(static_cast<size_t>(bags * dim)), size(bags);
+  std::uniform_int_distribution<int32_t> pick(-1, num_weights);
+  for (auto& m : mi) m = pick(rng);
+  for (int64_t b = 0; b < bags; ++b) size[b] = b % 4 == 0 ? 0 : 3;
+  kwker::BagMaxBackwardProblem p{};
+  p.dtype = DType::kFloat64;
+  p.index_type = kwker::IndexType::kInt32;
+  p.max_indices = mi.data();
+  p.max_indices_stride0 = 1;  // column-major: strides are followed
+  p.max_indices_stride1 = bags;
+  p.bag_size = size.data();
+  p.bag_size_stride = 1;
+  p.num_bags = bags;
+  p.dim = dim;
+  p.num_weights = num_weights;
+  const int64_t table = num_weights * dim * 8;
+  for (int64_t page : {64, 512}) {
+    const int64_t offset = 24;
+    const size_t spanned = static_cast<size_t>((offset + table + page - 1) / page);
+    std::vector<uint8_t> expect(spanned, 0), got(spanned, 0);
+    for (int64_t b = 0; b < bags; ++b) {
+      for (int64_t d = 0; d < dim; ++d) {
+        const int64_t w = mi[static_cast<size_t>(b + d * bags)];
+        if (size[b] != 0 && w >= 0 && w < num_weights) mark_bytes(expect, page, offset, (w * dim + d) * 8, 8);
+      }
+    }
+    EXPECT_EQ(kwker::embedding_bag_max_backward_pages(p, {page, offset, table, got.data()}), marked(expect));
+    EXPECT_EQ(got, expect);
+  }
+}
+
 // sizes {7, 9}: keys packed with positions for the radix sort and split back into indices; {2^40, 5,
 // 2^20}: keys too wide for either (kwker/sort.h, indices read back).
 TEST(Coalesce, MatchesTorchsWalkOverItsSort) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "kwker/dtype.h"
+#include "kwker/pages_written.h"
 
 namespace kwker {
 
@@ -41,9 +42,11 @@ struct EmbeddingBackwardProblem {
 };
 
 // Indices outside [0, num_weights) add nothing, as in torch. False: a result is NaN (grad_weight is
-// then unspecified). The caller zeroes grad_weight (torch's own at::zeros costs what Kwker's would:
-// for large tables it is most of the time, page faults included).
+// then unspecified). The caller zeroes grad_weight.
 bool embedding_dense_backward(const EmbeddingBackwardProblem& problem);
+
+// Which pages of grad_weight the backward adds to (kwker/pages_written.h).
+int64_t embedding_dense_backward_pages(const EmbeddingBackwardProblem& problem, const PagesWrittenQuery& query);
 
 struct BagMaxProblem {
   DType dtype;
@@ -86,5 +89,8 @@ struct BagMaxBackwardProblem {
 
 // False when a non-empty bag's max index is outside [0, num_weights) (torch raises) or a result is NaN.
 bool embedding_bag_max_backward(const BagMaxBackwardProblem& problem);
+
+// As embedding_dense_backward_pages, for the max backward.
+int64_t embedding_bag_max_backward_pages(const BagMaxBackwardProblem& problem, const PagesWrittenQuery& query);
 
 }  // namespace kwker

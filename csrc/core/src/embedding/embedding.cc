@@ -46,6 +46,57 @@ std::vector<int64_t> count_indices(const EmbeddingBackwardProblem& p) {
   return counts;
 }
 
+// The distinct pages of a table that element ranges fall on (PagesWrittenQuery), up to its limit.
+class PageCount {
+ public:
+  explicit PageCount(const PagesWrittenQuery& query) : query_(query) {}
+
+  // Marks the pages of the table's bytes [begin, begin + bytes); false once past the limit.
+  bool mark(int64_t begin, int64_t bytes) {
+    const int64_t last = (query_.first_page_offset + begin + bytes - 1) / query_.page_bytes;
+    for (int64_t page = (query_.first_page_offset + begin) / query_.page_bytes; page <= last; ++page) {
+      if (query_.written[page] == 0) {
+        query_.written[page] = 1;
+        if (++count_ > query_.max_pages) return false;
+      }
+    }
+    return true;
+  }
+  int64_t count() const { return count_; }
+
+ private:
+  const PagesWrittenQuery& query_;
+  int64_t count_ = 0;
+};
+
+template <typename Index>
+int64_t dense_backward_pages(const EmbeddingBackwardProblem& p, PageCount& pages) {
+  const Index* indices = as<Index>(p.indices);
+  const int64_t row_bytes = p.dim * static_cast<int64_t>(dtype_size(p.dtype));
+  for (int64_t i = 0; i < p.num_indices; ++i) {
+    const int64_t k = indices[i];
+    if (k < 0 || k >= p.num_weights || k == p.padding_idx) continue;
+    if (!pages.mark(k * row_bytes, row_bytes)) break;
+  }
+  return pages.count();
+}
+
+template <typename Index>
+int64_t bag_max_backward_pages_typed(const BagMaxBackwardProblem& p, PageCount& pages) {
+  const Index* mi = as<Index>(p.max_indices);
+  const Index* bag_size = as<Index>(p.bag_size);
+  const int64_t element_bytes = static_cast<int64_t>(dtype_size(p.dtype));
+  for (int64_t b = 0; b < p.num_bags; ++b) {
+    if (bag_size[b * p.bag_size_stride] == 0) continue;
+    for (int64_t d = 0; d < p.dim; ++d) {
+      const int64_t w = mi[b * p.max_indices_stride0 + d * p.max_indices_stride1];
+      if (w < 0 || w >= p.num_weights) continue;
+      if (!pages.mark((w * p.dim + d) * element_bytes, element_bytes)) return pages.count();
+    }
+  }
+  return pages.count();
+}
+
 template <typename Index>
 bool bag_inputs_valid(const BagMaxProblem& p) {
   const Index* offsets = as<Index>(p.offsets);
@@ -144,6 +195,13 @@ bool embedding_dense_backward(const EmbeddingBackwardProblem& problem) {
   return !nan.load();
 }
 
+int64_t embedding_dense_backward_pages(const EmbeddingBackwardProblem& problem, const PagesWrittenQuery& query) {
+  if (problem.dim == 0) return 0;
+  PageCount pages(query);
+  return problem.index_type == IndexType::kInt32 ? dense_backward_pages<int32_t>(problem, pages)
+                                                 : dense_backward_pages<int64_t>(problem, pages);
+}
+
 bool embedding_bag_max(const BagMaxProblem& problem) {
   const bool wide = problem.index_type == IndexType::kInt64;
   if (!(wide ? bag_inputs_valid<int64_t>(problem) : bag_inputs_valid<int32_t>(problem))) return false;
@@ -157,6 +215,12 @@ bool embedding_bag_max(const BagMaxProblem& problem) {
 bool embedding_bag_max_backward(const BagMaxBackwardProblem& problem) {
   return problem.index_type == IndexType::kInt32 ? bag_max_backward_indexed<int32_t>(problem)
                                                  : bag_max_backward_indexed<int64_t>(problem);
+}
+
+int64_t embedding_bag_max_backward_pages(const BagMaxBackwardProblem& problem, const PagesWrittenQuery& query) {
+  PageCount pages(query);
+  return problem.index_type == IndexType::kInt32 ? bag_max_backward_pages_typed<int32_t>(problem, pages)
+                                                 : bag_max_backward_pages_typed<int64_t>(problem, pages);
 }
 
 }  // namespace kwker
