@@ -15,6 +15,7 @@
 #include "kwker/coalesce.h"
 #include "kwker/parallel.h"
 #include "kwker/sort.h"
+#include "scratch_array.h"
 
 namespace kwker {
 namespace {
@@ -171,22 +172,20 @@ bool flatten(const CoalesceProblem& p, uint64_t* keys, int position_bits) {
     multiplier[static_cast<size_t>(d)] = m << position_bits;
     m *= static_cast<uint64_t>(p.sizes[d]);
   }
+  const uint64_t* mult = multiplier.data();
+  const uint64_t* size = reinterpret_cast<const uint64_t*>(p.sizes);  // sizes are >= 0 (key_range)
   std::atomic<bool> valid{true};
   parallel_for(0, p.nnz, kChunkElements, [&](int64_t begin, int64_t end) {
     bool ok = true;
-    for (int64_t i = begin; i < end; ++i) keys[i] = static_cast<uint64_t>(i);
-    if (position_bits == 0) {
-      for (int64_t i = begin; i < end; ++i) keys[i] = 0;
-    }
-    for (int64_t d = 0; d < p.sparse_dim; ++d) {
-      const int64_t* row = p.indices + d * p.indices_stride0;
-      const int64_t size = p.sizes[d];
-      const uint64_t mult = multiplier[static_cast<size_t>(d)];
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t index = row[i * p.indices_stride1];
-        ok &= index >= 0 && index < size;
-        keys[i] += static_cast<uint64_t>(index) * mult;
+    for (int64_t i = begin; i < end; ++i) {
+      uint64_t key = position_bits == 0 ? 0 : static_cast<uint64_t>(i);
+      const int64_t* column = p.indices + i * p.indices_stride1;
+      for (int64_t d = 0; d < p.sparse_dim; ++d) {
+        const uint64_t index = static_cast<uint64_t>(column[d * p.indices_stride0]);  // negative: huge
+        ok &= index < size[d];
+        key += index * mult[d];
       }
+      keys[i] = key;
     }
     if (!ok) valid.store(false, std::memory_order_relaxed);
   });
@@ -232,11 +231,10 @@ int64_t coalesce(const CoalesceProblem& p) {
   const int key_bits = std::bit_width(static_cast<uint64_t>(range - 1));
   const int position_bits = std::bit_width(static_cast<uint64_t>(p.nnz - 1));
   if (stable && key_bits + position_bits <= 64) {
-    std::unique_ptr<uint64_t[]> packed(new uint64_t[n]);
+    ScratchArray<uint64_t> packed(n), buffer(n);
     if (!flatten(p, packed.get(), position_bits)) return -1;
-    std::vector<uint64_t> buffer;
-    key_radix_sort(packed.get(), p.nnz, buffer, position_bits);
-    return walk(p, range, PackedOrder{packed.get(), position_bits});
+    const uint64_t* sorted = key_radix_sort(packed.get(), p.nnz, buffer.get(), position_bits, position_bits + key_bits);
+    return walk(p, range, PackedOrder{sorted, position_bits});
   }
   std::unique_ptr<uint64_t[]> keys(new uint64_t[n]), sorted_keys(new uint64_t[n]);
   std::unique_ptr<int64_t[]> positions(new int64_t[n]);
