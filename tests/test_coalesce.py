@@ -258,6 +258,14 @@ def test_huge_sizes(isa, dtype):
         check(sparse(idx, values_of((600,), dtype, seed=11), sizes), what=f"sizes {sizes}", served="any")
 
 
+def test_many_sparse_dims(isa):
+    # Kwker's flatten keeps up to 16 sparse dimensions in local arrays; more go to torch.
+    for sparse_dim, served in ((15, True), (16, True), (17, False), (24, False)):
+        sizes = tuple(2 + d % 3 for d in range(sparse_dim))
+        check(make(2000, sizes, (), torch.float32, distinct=300, seed=sparse_dim), what="many sparse dims",
+              served=served)
+
+
 @pytest.mark.parametrize("dtype", (torch.float32, torch.int32, torch.bool), ids=("float32", "int32", "bool"))
 def test_indices_outside_the_sizes(isa, dtype):
     idx = indices_of(500, (10, 10), 30, seed=13)

@@ -322,7 +322,7 @@ def test_threads_give_the_same_answer():
 
 
 # Large tables: Kwker zeroes grad_weight by handing its fresh pages back to the kernel and faulting in
-# only those it will write (csrc/torch/zeros_for_sparse_writes.h); resident ones it zeroes as torch does.
+# only those it will write (csrc/torch/fresh_pages.h); resident ones it zeroes as torch does.
 LARGE_TABLES = [  # rows, dim, ids, dtype: which pages are written, and how (small pages, huge, all)
     (20_000, 64, 300, torch.float32),       # 5 MiB, few rows: small pages, heap memory glibc may reuse
     (70_000, 128, 40, torch.bfloat16),      # 17 MiB, a handful of rows

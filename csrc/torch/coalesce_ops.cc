@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "fresh_pages.h"
 #include "kernel_state.h"
 #include "kwker/coalesce.h"
 #include "registry.h"
@@ -48,8 +49,8 @@ Tensor coalesce(const Tensor& self) {
   const Tensor indices = self._indices();
   const Tensor values = self._values().contiguous();
   const int64_t sparse_dim = self.sparse_dim(), nnz = self._nnz();
-  Tensor new_indices = at::empty(indices.sizes(), indices.options());
-  Tensor new_values = at::empty(values.sizes(), values.options());
+  Tensor new_indices = empty_for_dense_writes(indices.sizes(), indices.options());
+  Tensor new_values = empty_for_dense_writes(values.sizes(), values.options());
   const std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().begin() + sparse_dim);
   CoalesceProblem problem{};
   problem.dtype = *core_dtype(self.scalar_type());

@@ -29,7 +29,7 @@
 #include "registry.h"
 #include "tensors.h"
 #include "torch_facts.h"
-#include "zeros_for_sparse_writes.h"
+#include "fresh_pages.h"
 
 namespace kwker::adapter {
 namespace {

@@ -1,8 +1,9 @@
 // Scratch arrays for passes that write to scattered places of a large array (a radix sort's scatter):
 // from 2 MiB on they are backed by transparent huge pages where the system gives them (madvise
 // MADV_HUGEPAGE), so that the scatter's writes, each into another 4 KiB page, do not miss the TLB
-// nearly every time, and the array costs one page fault per 2 MiB instead of 512. Contents start
-// unspecified (zeros, in fact, for a fresh mapping), as with new T[n].
+// nearly every time, and the array costs one page fault per 2 MiB instead of 512. Released, such an
+// array's mapping is kept for the next one (scratch_array.cc), so that repeated calls do not pay the
+// faults at all. Contents start unspecified (zeros, or what an earlier array left), as with new T[n].
 #pragma once
 
 #include <cstddef>

@@ -29,7 +29,8 @@ struct CoalesceProblem {
 };
 
 // The number of coalesced elements, or -1 (outputs unspecified) when Kwker leaves it to torch: an index
-// outside its size (torch's keys could then alias), sizes whose product passes int64, or a NaN sum.
+// outside its size (torch's keys could then alias), sizes whose product passes int64, more than 16
+// sparse dimensions, or a NaN sum.
 int64_t coalesce(const CoalesceProblem& problem);
 
 }  // namespace kwker

@@ -1,5 +1,7 @@
-// Zero-filled tensors for kernels that then write only some of their pages (an embedding's weight
-// gradient: only the rows of looked-up ids receive additions).
+// Large tensors whose fresh pages are mapped the cheap way for what the caller's kernel then does.
+//
+// zeros_for_sparse_writes: zero-filled tensors for kernels that then write only some of their pages
+// (an embedding's weight gradient: only the rows of looked-up ids receive additions).
 //
 // at::zeros is at::empty and a memset. When the memory is fresh from the kernel (glibc maps fresh pages
 // for every large request no free block can hold), the memset faults every page in, one 4 KiB page at a
@@ -32,5 +34,11 @@ namespace kwker::adapter {
 using PagesWritten = c10::function_ref<int64_t(const PagesWrittenQuery& query)>;
 
 at::Tensor zeros_for_sparse_writes(at::IntArrayRef sizes, const at::TensorOptions& options, PagesWritten pages_written);
+
+// at::empty for a kernel that writes the tensor from its start on (an output): from 32 MiB on, where
+// glibc maps the request by itself, the mapping is marked for transparent huge pages before the first
+// write, so that the writes fault in 2 MiB at a time (one fault, one kernel zeroing) instead of 4 KiB.
+// Otherwise, or under another allocator, plain at::empty.
+at::Tensor empty_for_dense_writes(at::IntArrayRef sizes, const at::TensorOptions& options);
 
 }  // namespace kwker::adapter

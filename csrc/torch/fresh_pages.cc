@@ -1,5 +1,6 @@
-// zeros_for_sparse_writes.h: memset the resident pages, hand back the rest, fault in what will be written.
-#include "zeros_for_sparse_writes.h"
+// fresh_pages.h. zeros_for_sparse_writes: memset the resident pages, hand back the rest, fault in what
+// will be written. empty_for_dense_writes: at::empty and a huge-page mark.
+#include "fresh_pages.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
@@ -136,6 +137,16 @@ at::Tensor zeros_for_sparse_writes(at::IntArrayRef sizes, const at::TensorOption
   }
   fault_in(to_fault);
   return zeros;
+}
+
+at::Tensor empty_for_dense_writes(at::IntArrayRef sizes, const at::TensorOptions& options) {
+  at::Tensor empty = at::empty(sizes, options);
+  const int64_t nbytes = static_cast<int64_t>(empty.nbytes()), huge = huge_page_size();
+  if (nbytes < kMinHugeBytes || huge == 0 || !allocator_is_glibc()) return empty;
+  const auto address = reinterpret_cast<uintptr_t>(empty.mutable_data_ptr());
+  const uintptr_t first = (address + huge - 1) / huge * huge, end = (address + nbytes) / huge * huge;
+  if (end > first) madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE);  // a hint: may fail
+  return empty;
 }
 
 }  // namespace kwker::adapter
