@@ -27,6 +27,8 @@ constexpr int64_t kMinHugeBytes = int64_t{32} << 20;
 // Measured on Xeon and Zen 4 servers and VMs: one huge-page fault (zeroing 2 MiB) costs about what 128
 // small-page faults cost, and a small-page fault about what at::zeros spends on one fresh page.
 constexpr int64_t kSmallFaultsPerHugeFault = 128;
+// A run of absent pages handed back (one system call) should spare at least this many page faults.
+constexpr int64_t kMinPagesPerRun = 16;
 // Pages faulted in per parallel work item.
 constexpr int64_t kGrainPages = 256;
 
@@ -80,6 +82,28 @@ void fault_in(const std::vector<char*>& pages) {
   });
 }
 
+// Which whole pages of a range are resident (mincore), and how the others lie: in how many runs.
+struct Residency {
+  std::vector<unsigned char> resident;  // 1 per resident page, else 0
+  bool known = false;                   // mincore answered
+  int64_t absent_pages = 0, absent_runs = 0;
+
+  Residency(char* first, int64_t pages, int64_t page) : resident(static_cast<size_t>(pages)) {
+    known = mincore(first, static_cast<size_t>(pages * page), resident.data()) == 0;
+    for (int64_t p = 0; known && p < pages; ++p) {
+      resident[static_cast<size_t>(p)] &= 1;
+      if (resident[static_cast<size_t>(p)]) continue;
+      ++absent_pages;
+      if (p == 0 || resident[static_cast<size_t>(p - 1)]) ++absent_runs;
+    }
+  }
+
+  // Handing back the absent pages takes a system call per run. Heap memory a sparse-write kernel
+  // (this one) left behind is absent in thousands of short runs, where the calls would cost many
+  // times the faults they save; at::zeros then makes it all resident, for the next call's memset.
+  bool worth_handing_back() const { return absent_pages > 0 && absent_runs * kMinPagesPerRun <= absent_pages; }
+};
+
 }  // namespace
 
 at::Tensor zeros_for_sparse_writes(at::IntArrayRef sizes, const at::TensorOptions& options, PagesWritten pages_written) {
@@ -93,20 +117,20 @@ at::Tensor zeros_for_sparse_writes(at::IntArrayRef sizes, const at::TensorOption
   const int64_t pages = (nbytes - head) / page;                              // whole pages
   if (head % element != 0) return zeros.zero_();
 
-  // In small-page faults, against at::zeros' one per page; lazily only where that saves half at least
-  // (faults in random order cost more than a memset's).
-  const int64_t budget = pages / 2;
+  char* first = data + head;
+  Residency residency(first, pages, page);
+  if (!residency.known || !residency.worth_handing_back()) return zeros.zero_();
+
+  // In small-page faults, against at::zeros' one per page not resident; lazily only where that saves
+  // half at least (faults in random order cost more than a memset's).
+  const int64_t budget = residency.absent_pages / 2;
   const PageMap small(address, nbytes, page, budget, pages_written);
   std::optional<PageMap> huge;
-  if (huge_page_size() > 0 && nbytes >= kMinHugeBytes) {
+  if (residency.absent_pages == pages && huge_page_size() > 0 && nbytes >= kMinHugeBytes) {
     huge.emplace(address, nbytes, huge_page_size(), budget / kSmallFaultsPerHugeFault, pages_written);
     if (huge->count * kSmallFaultsPerHugeFault >= std::min(small.count, budget + 1)) huge.reset();
   }
   if (!huge && small.count > budget) return zeros.zero_();
-
-  char* first = data + head;
-  std::vector<unsigned char> resident(static_cast<size_t>(pages));
-  if (mincore(first, static_cast<size_t>(pages * page), resident.data()) != 0) return zeros.zero_();
   if (huge) madvise(first, static_cast<size_t>(pages * page), MADV_HUGEPAGE);  // a hint: may fail
 
   at::Tensor flat = zeros.view({-1});
@@ -115,10 +139,11 @@ at::Tensor zeros_for_sparse_writes(at::IntArrayRef sizes, const at::TensorOption
   };
   zero_bytes(0, head);
   zero_bytes(head + pages * page, nbytes);
+  std::vector<unsigned char>& resident = residency.resident;
   for (int64_t run = 0; run < pages;) {
-    const bool in_memory = resident[static_cast<size_t>(run)] & 1;
+    const bool in_memory = resident[static_cast<size_t>(run)];
     int64_t end = run + 1;
-    while (end < pages && (resident[static_cast<size_t>(end)] & 1) == in_memory) ++end;
+    while (end < pages && resident[static_cast<size_t>(end)] == in_memory) ++end;
     if (in_memory || madvise(first + run * page, static_cast<size_t>((end - run) * page), MADV_DONTNEED) != 0) {
       std::fill(resident.begin() + run, resident.begin() + end, 1);
       zero_bytes(head + run * page, head + end * page);
@@ -133,7 +158,7 @@ at::Tensor zeros_for_sparse_writes(at::IntArrayRef sizes, const at::TensorOption
     if (!map.written[p]) continue;
     const int64_t begin = std::max<int64_t>(head, static_cast<int64_t>(p) * map.page_bytes - map.first_page_offset);
     if (begin >= head + pages * page) continue;  // the tail, zeroed above
-    if (!(resident[static_cast<size_t>((begin - head) / page)] & 1)) to_fault.push_back(data + begin);
+    if (!resident[static_cast<size_t>((begin - head) / page)]) to_fault.push_back(data + begin);
   }
   fault_in(to_fault);
   return zeros;
@@ -145,7 +170,14 @@ at::Tensor empty_for_dense_writes(at::IntArrayRef sizes, const at::TensorOptions
   if (nbytes < kMinHugeBytes || huge == 0 || !allocator_is_glibc()) return empty;
   const auto address = reinterpret_cast<uintptr_t>(empty.mutable_data_ptr());
   const uintptr_t first = (address + huge - 1) / huge * huge, end = (address + nbytes) / huge * huge;
-  if (end > first) madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE);  // a hint: may fail
+  if (end <= first) return empty;
+  // Only a fresh mapping: memory glibc reuses from its heap is marked no more (the mark would outlive
+  // this tensor, and faults on it may stall for compaction).
+  const auto huge_pages_bytes = static_cast<int64_t>(end - first);
+  const Residency residency(reinterpret_cast<char*>(first), huge_pages_bytes / page_size(), page_size());
+  if (residency.known && residency.absent_pages * page_size() == huge_pages_bytes) {
+    madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE);  // a hint: may fail
+  }
   return empty;
 }
 
