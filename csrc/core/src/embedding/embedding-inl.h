@@ -276,11 +276,99 @@ void bag_max_typed(const BagMaxProblem& p, int64_t begin, int64_t end, float* be
   }
 }
 
+// Narrow rows (a few vectors wide; DLRM's 16-float tables): one bag of float32/float64 rows, kLanes
+// columns at a time, the running maximum and its index kept in vector registers over the whole bag
+// (GCC vector types of at most 64 bytes: one register, or halves or quarters of it on narrower ISAs),
+// stored once; the last columns (fewer than kLanes) one at a time. A later element replaces the
+// maximum only when strictly greater, as in bag_max_step; a bag of padding only (or empty) gives zeros.
+template <typename T, typename Index>
+struct BagColumns {
+  static constexpr int64_t kLanes = 64 / (sizeof(T) > sizeof(Index) ? sizeof(T) : sizeof(Index));
+  typedef T Values __attribute__((vector_size(kLanes * sizeof(T))));
+  typedef Index Indices __attribute__((vector_size(kLanes * sizeof(Index))));
+  typedef decltype(Values{} > Values{}) Mask;
+
+  static void bag(const T* weight, int64_t stride, const Index* ids, int64_t count, Index pad, int64_t dim,
+                  T* __restrict out, Index* __restrict mi) {
+    int64_t first = 0;
+    while (first < count && ids[first] == pad) ++first;
+    if (first == count) {
+      for (int64_t d = 0; d < dim; ++d) out[d] = T(0);
+      for (int64_t d = 0; d < dim; ++d) mi[d] = 0;
+      return;
+    }
+    int64_t col = 0;
+    for (; col + kLanes <= dim; col += kLanes) {
+      Values best;
+      memcpy(&best, weight + ids[first] * stride + col, sizeof best);
+      Indices arg = Indices{} + ids[first];
+      for (int64_t i = first + 1; i < count; ++i) {
+        const Index idx = ids[i];
+        if (idx == pad) continue;
+        Values row;
+        memcpy(&row, weight + idx * stride + col, sizeof row);
+        const Mask greater = row > best;
+        best = greater ? row : best;
+        arg = __builtin_convertvector(greater, Indices) ? Indices{} + idx : arg;
+      }
+      memcpy(out + col, &best, sizeof best);
+      memcpy(mi + col, &arg, sizeof arg);
+    }
+    for (; col < dim; ++col) {
+      T best = weight[ids[first] * stride + col];
+      Index arg = ids[first];
+      for (int64_t i = first + 1; i < count; ++i) {
+        const Index idx = ids[i];
+        if (idx == pad) continue;
+        const T v = weight[idx * stride + col];
+        arg = v > best ? idx : arg;
+        best = v > best ? v : best;
+      }
+      out[col] = best;
+      mi[col] = arg;
+    }
+  }
+};
+
+// Bags of narrow float32/float64 rows, through BagColumns. Wider rows go row by row (bag_max_typed):
+// re-reading a long bag's rows once per kLanes columns costs more than keeping its maximum in memory.
+template <typename T, typename Index>
+void bag_max_narrow(const BagMaxProblem& p, int64_t begin, int64_t end) {
+  const Index* indices = static_cast<const Index*>(p.indices);
+  const Index* offsets = static_cast<const Index*>(p.offsets);
+  const T* weight = static_cast<const T*>(p.weight);
+  const Index pad = static_cast<Index>(p.padding_idx);
+  const int64_t dim = p.dim, stride = p.weight_row_stride;
+  for (int64_t b = begin; b < end; ++b) {
+    const int64_t start = offsets[b], stop = b + 1 < p.num_bags ? offsets[b + 1] : p.num_indices;
+    int64_t size = stop - start;
+    for (int64_t i = start; i < stop; ++i) {
+      if (i + kPrefetchAhead < p.num_indices) {
+        prefetch_row(weight + indices[i + kPrefetchAhead] * stride, dim * static_cast<int64_t>(sizeof(T)));
+      }
+      static_cast<Index*>(p.offset2bag)[i] = static_cast<Index>(b);
+      size -= indices[i] == pad;
+    }
+    BagColumns<T, Index>::bag(weight, stride, indices + start, stop - start, pad, dim,
+                              static_cast<T*>(p.output) + b * dim, static_cast<Index*>(p.max_indices) + b * dim);
+    static_cast<Index*>(p.bag_size)[b] = static_cast<Index>(size);
+  }
+}
+
+// Rows up to this many vectors wide take bag_max_narrow.
+constexpr int64_t kNarrowRowVectors = 2;
+
+template <typename T, typename Index>
+void bag_max_wide_or_narrow(const BagMaxProblem& p, int64_t begin, int64_t end, float* best) {
+  if (p.dim <= kNarrowRowVectors * BagColumns<T, Index>::kLanes) return bag_max_narrow<T, Index>(p, begin, end);
+  bag_max_typed<T, Index>(p, begin, end, best);
+}
+
 template <typename Index>
 void bag_max_indexed(const BagMaxProblem& p, int64_t begin, int64_t end, float* best) {
   switch (p.dtype) {
-    case DType::kFloat32: return bag_max_typed<float, Index>(p, begin, end, best);
-    case DType::kFloat64: return bag_max_typed<double, Index>(p, begin, end, best);
+    case DType::kFloat32: return bag_max_wide_or_narrow<float, Index>(p, begin, end, best);
+    case DType::kFloat64: return bag_max_wide_or_narrow<double, Index>(p, begin, end, best);
     case DType::kFloat16:
     case DType::kBFloat16: return bag_max_typed<uint16_t, Index>(p, begin, end, best);
     default: return;
