@@ -231,51 +231,6 @@ void bag_max_step16(uint16_t* __restrict out, float* __restrict best, Index* __r
   }
 }
 
-template <typename T, typename Index>
-void bag_max_typed(const BagMaxProblem& p, int64_t begin, int64_t end, float* best) {
-  const Index* indices = static_cast<const Index*>(p.indices);
-  const Index* offsets = static_cast<const Index*>(p.offsets);
-  const T* weight = static_cast<const T*>(p.weight);
-  const Index pad = static_cast<Index>(p.padding_idx);
-  constexpr bool kWide16 = sizeof(T) == 2;
-  const int64_t dim = p.dim;
-  for (int64_t b = begin; b < end; ++b) {
-    T* out = static_cast<T*>(p.output) + b * dim;
-    Index* mi = static_cast<Index*>(p.max_indices) + b * dim;
-    const int64_t start = offsets[b], stop = b + 1 < p.num_bags ? offsets[b + 1] : p.num_indices;
-    int64_t size = stop - start;
-    bool first = true;
-    for (int64_t i = start; i < stop; ++i) {
-      if (i + kPrefetchAhead < p.num_indices) {
-        prefetch_row(weight + indices[i + kPrefetchAhead] * p.weight_row_stride, dim * static_cast<int64_t>(sizeof(T)));
-      }
-      static_cast<Index*>(p.offset2bag)[i] = static_cast<Index>(b);
-      const Index idx = indices[i];
-      if (idx == pad) {
-        --size;
-        continue;
-      }
-      const T* row = weight + idx * p.weight_row_stride;
-      if (first) {
-        memcpy(out, row, static_cast<size_t>(dim) * sizeof(T));
-        for (int64_t d = 0; d < dim; ++d) mi[d] = idx;
-        if constexpr (kWide16) widen(reinterpret_cast<const uint16_t*>(row), best, dim, p.dtype);
-        first = false;
-      } else if constexpr (kWide16) {
-        bag_max_step16(reinterpret_cast<uint16_t*>(out), best, mi, reinterpret_cast<const uint16_t*>(row), dim,
-                       idx, p.dtype);
-      } else {
-        bag_max_step(out, mi, row, dim, idx);
-      }
-    }
-    if (first) {
-      memset(out, 0, static_cast<size_t>(dim) * sizeof(T));
-      memset(mi, 0, static_cast<size_t>(dim) * sizeof(Index));
-    }
-    static_cast<Index*>(p.bag_size)[b] = static_cast<Index>(size);
-  }
-}
-
 // Narrow rows (a few vectors wide; DLRM's 16-float tables): one bag of float32/float64 rows, kLanes
 // columns at a time, the running maximum and its index kept in vector registers over the whole bag
 // (GCC vector types of at most 64 bytes: one register, or halves or quarters of it on narrower ISAs),
@@ -330,45 +285,77 @@ struct BagColumns {
   }
 };
 
-// Bags of narrow float32/float64 rows, through BagColumns. Wider rows go row by row (bag_max_typed):
-// re-reading a long bag's rows once per kLanes columns costs more than keeping its maximum in memory.
+// Rows up to this many BagColumns vectors wide (float32/float64) take BagColumns; wider ones go row by
+// row, the maximum kept in the output: re-reading a long bag's rows once per vector of columns costs
+// more.
+constexpr int64_t kNarrowRowVectors = 2;
+
 template <typename T, typename Index>
-void bag_max_narrow(const BagMaxProblem& p, int64_t begin, int64_t end) {
+void bag_max_typed(const BagMaxProblem& p, int64_t begin, int64_t end, float* best) {
   const Index* indices = static_cast<const Index*>(p.indices);
   const Index* offsets = static_cast<const Index*>(p.offsets);
   const T* weight = static_cast<const T*>(p.weight);
   const Index pad = static_cast<Index>(p.padding_idx);
-  const int64_t dim = p.dim, stride = p.weight_row_stride;
+  constexpr bool kWide16 = sizeof(T) == 2;
+  const int64_t dim = p.dim;
+  bool narrow = false;
+  if constexpr (!kWide16) narrow = dim <= kNarrowRowVectors * BagColumns<T, Index>::kLanes;
   for (int64_t b = begin; b < end; ++b) {
+    T* out = static_cast<T*>(p.output) + b * dim;
+    Index* mi = static_cast<Index*>(p.max_indices) + b * dim;
     const int64_t start = offsets[b], stop = b + 1 < p.num_bags ? offsets[b + 1] : p.num_indices;
     int64_t size = stop - start;
+    if constexpr (!kWide16) {
+      if (narrow) {
+        for (int64_t i = start; i < stop; ++i) {
+          if (i + kPrefetchAhead < p.num_indices) {
+            prefetch_row(weight + indices[i + kPrefetchAhead] * p.weight_row_stride, dim * static_cast<int64_t>(sizeof(T)));
+          }
+          static_cast<Index*>(p.offset2bag)[i] = static_cast<Index>(b);
+          size -= indices[i] == pad;
+        }
+        BagColumns<T, Index>::bag(weight, p.weight_row_stride, indices + start, stop - start, pad, dim, out, mi);
+        static_cast<Index*>(p.bag_size)[b] = static_cast<Index>(size);
+        continue;
+      }
+    }
+    bool first = true;
     for (int64_t i = start; i < stop; ++i) {
       if (i + kPrefetchAhead < p.num_indices) {
-        prefetch_row(weight + indices[i + kPrefetchAhead] * stride, dim * static_cast<int64_t>(sizeof(T)));
+        prefetch_row(weight + indices[i + kPrefetchAhead] * p.weight_row_stride, dim * static_cast<int64_t>(sizeof(T)));
       }
       static_cast<Index*>(p.offset2bag)[i] = static_cast<Index>(b);
-      size -= indices[i] == pad;
+      const Index idx = indices[i];
+      if (idx == pad) {
+        --size;
+        continue;
+      }
+      const T* row = weight + idx * p.weight_row_stride;
+      if (first) {
+        memcpy(out, row, static_cast<size_t>(dim) * sizeof(T));
+        for (int64_t d = 0; d < dim; ++d) mi[d] = idx;
+        if constexpr (kWide16) widen(reinterpret_cast<const uint16_t*>(row), best, dim, p.dtype);
+        first = false;
+      } else if constexpr (kWide16) {
+        bag_max_step16(reinterpret_cast<uint16_t*>(out), best, mi, reinterpret_cast<const uint16_t*>(row), dim,
+                       idx, p.dtype);
+      } else {
+        bag_max_step(out, mi, row, dim, idx);
+      }
     }
-    BagColumns<T, Index>::bag(weight, stride, indices + start, stop - start, pad, dim,
-                              static_cast<T*>(p.output) + b * dim, static_cast<Index*>(p.max_indices) + b * dim);
+    if (first) {
+      memset(out, 0, static_cast<size_t>(dim) * sizeof(T));
+      memset(mi, 0, static_cast<size_t>(dim) * sizeof(Index));
+    }
     static_cast<Index*>(p.bag_size)[b] = static_cast<Index>(size);
   }
-}
-
-// Rows up to this many vectors wide take bag_max_narrow.
-constexpr int64_t kNarrowRowVectors = 2;
-
-template <typename T, typename Index>
-void bag_max_wide_or_narrow(const BagMaxProblem& p, int64_t begin, int64_t end, float* best) {
-  if (p.dim <= kNarrowRowVectors * BagColumns<T, Index>::kLanes) return bag_max_narrow<T, Index>(p, begin, end);
-  bag_max_typed<T, Index>(p, begin, end, best);
 }
 
 template <typename Index>
 void bag_max_indexed(const BagMaxProblem& p, int64_t begin, int64_t end, float* best) {
   switch (p.dtype) {
-    case DType::kFloat32: return bag_max_wide_or_narrow<float, Index>(p, begin, end, best);
-    case DType::kFloat64: return bag_max_wide_or_narrow<double, Index>(p, begin, end, best);
+    case DType::kFloat32: return bag_max_typed<float, Index>(p, begin, end, best);
+    case DType::kFloat64: return bag_max_typed<double, Index>(p, begin, end, best);
     case DType::kFloat16:
     case DType::kBFloat16: return bag_max_typed<uint16_t, Index>(p, begin, end, best);
     default: return;
