@@ -68,8 +68,8 @@ struct BagMaxProblem {
 };
 
 // False, with nothing useful written, for what Kwker leaves to torch: offsets that do not start at 0 or
-// pass num_indices, or an index outside [0, num_weights) (torch raises), and decreasing offsets (torch
-// answers; Kwker does not reproduce it).
+// pass num_indices, or an index outside [0, num_weights) (torch raises), decreasing offsets (torch
+// answers; Kwker does not reproduce it), and tables of more than 2^31 - 1 rows unless float64.
 bool embedding_bag_max(const BagMaxProblem& problem);
 
 struct BagMaxBackwardProblem {

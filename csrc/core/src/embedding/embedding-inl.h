@@ -8,7 +8,7 @@
 constexpr int64_t kBlock = 64;
 // Rows are read (bags) or updated (backward) at random places of a table that may be far larger than
 // the caches: the row this many indices ahead is prefetched, up to kPrefetchLines cache lines of it.
-constexpr int64_t kPrefetchAhead = 8;
+constexpr int64_t kPrefetchAhead = 16;
 constexpr int64_t kPrefetchLines = 8;
 
 inline void prefetch_row(const void* row, int64_t bytes) {
@@ -204,47 +204,68 @@ bool backward_rows(const EmbeddingBackwardProblem& p, const int64_t* counts, int
                                            : backward_rows_typed<int64_t>(p, counts, begin, end);
 }
 
-// best/out hold the running maximum's bits; a later element replaces it only when strictly greater.
-template <typename T, typename Index>
-void bag_max_step(T* __restrict out, Index* __restrict mi, const T* __restrict row, int64_t n, Index idx) {
-  for (int64_t d = 0; d < n; ++d) {
-    const bool greater = row[d] > out[d];
-    out[d] = greater ? row[d] : out[d];
-    mi[d] = greater ? idx : mi[d];
+#if defined(__AVX512F__)
+constexpr int64_t kRegisterBytes = 64;
+#elif defined(__AVX2__)
+constexpr int64_t kRegisterBytes = 32;
+#else
+constexpr int64_t kRegisterBytes = 16;
+#endif
+
+// Bag max compares in C (float32/float64; float16/bfloat16 rows widened to float) and keeps each
+// column's row as a Row, a signed integer as wide as C, so that a comparison's mask selects rows
+// directly. GCC compiles vector code that mixes lane widths, or uses vectors wider than a register, to
+// scalar code, and a conditional store to a masked store (slow on AMD): hence register-wide vector
+// types of one lane width, and unconditional stores. embedding_bag_max declines tables whose row
+// numbers do not fit a Row.
+template <typename C>
+struct MaxLanes {
+  static constexpr int64_t kCount = kRegisterBytes / sizeof(C);
+  typedef C Values __attribute__((vector_size(kRegisterBytes)));
+  typedef decltype(Values{} > Values{}) Rows;
+  typedef decltype(Rows{}[0] + 0) Row;
+};
+
+// best[0, n) holds the running maximum and arg[0, n) its row; a later element replaces the maximum
+// only when strictly greater (a NaN never does; a NaN maximum stays).
+template <typename C>
+void bag_max_step(C* __restrict best, typename MaxLanes<C>::Row* __restrict arg, const C* __restrict v, int64_t n,
+                  typename MaxLanes<C>::Row idx) {
+  using L = MaxLanes<C>;
+  const typename L::Rows idx_lanes = typename L::Rows{} + idx;
+  int64_t d = 0;
+  for (; d + L::kCount <= n; d += L::kCount) {
+    typename L::Values b, x;
+    typename L::Rows a;
+    memcpy(&b, best + d, sizeof b);
+    memcpy(&x, v + d, sizeof x);
+    memcpy(&a, arg + d, sizeof a);
+    const typename L::Rows greater = x > b;
+    b = greater ? x : b;
+    a = greater ? idx_lanes : a;
+    memcpy(best + d, &b, sizeof b);
+    memcpy(arg + d, &a, sizeof a);
+  }
+  for (; d < n; ++d) {
+    const bool greater = v[d] > best[d];
+    best[d] = greater ? v[d] : best[d];
+    arg[d] = greater ? idx : arg[d];
   }
 }
 
-// 16-bit rows: compared as float (best holds the maximum widened), the bits copied.
-template <typename Index>
-void bag_max_step16(uint16_t* __restrict out, float* __restrict best, Index* __restrict mi, const uint16_t* row,
-                    int64_t n, Index idx, DType dtype) {
-  float v[kBlock];
-  for (int64_t begin = 0; begin < n; begin += kBlock) {
-    const int64_t len = n - begin < kBlock ? n - begin : kBlock;
-    widen(row + begin, v, len, dtype);
-    for (int64_t d = 0; d < len; ++d) {
-      const bool greater = v[d] > best[begin + d];
-      best[begin + d] = greater ? v[d] : best[begin + d];
-      out[begin + d] = greater ? row[begin + d] : out[begin + d];
-      mi[begin + d] = greater ? idx : mi[begin + d];
-    }
-  }
-}
-
-// Narrow rows (a few vectors wide; DLRM's 16-float tables): one bag of float32/float64 rows, kLanes
-// columns at a time, the running maximum and its index kept in vector registers over the whole bag
-// (GCC vector types of at most 64 bytes: one register, or halves or quarters of it on narrower ISAs),
-// stored once; the last columns (fewer than kLanes) one at a time. A later element replaces the
-// maximum only when strictly greater, as in bag_max_step; a bag of padding only (or empty) gives zeros.
+// Narrow rows (DLRM's 16-float tables), float32/float64: one bag, 64 bytes of columns at a time, the
+// running maximum and its row in kVectors registers over the whole bag, stored once; the last columns
+// (fewer than kLanes) one at a time. Same rule as bag_max_step; a bag of padding only (or empty) gives
+// zeros.
 template <typename T, typename Index>
 struct BagColumns {
-  static constexpr int64_t kLanes = 64 / (sizeof(T) > sizeof(Index) ? sizeof(T) : sizeof(Index));
-  typedef T Values __attribute__((vector_size(kLanes * sizeof(T))));
-  typedef Index Indices __attribute__((vector_size(kLanes * sizeof(Index))));
-  typedef decltype(Values{} > Values{}) Mask;
+  using L = MaxLanes<T>;
+  static constexpr int64_t kVectors = 64 / kRegisterBytes;
+  static constexpr int64_t kLanes = kVectors * L::kCount;
 
   static void bag(const T* weight, int64_t stride, const Index* ids, int64_t count, Index pad, int64_t dim,
                   T* __restrict out, Index* __restrict mi) {
+    using Row = typename L::Row;
     int64_t first = 0;
     while (first < count && ids[first] == pad) ++first;
     if (first == count) {
@@ -254,20 +275,30 @@ struct BagColumns {
     }
     int64_t col = 0;
     for (; col + kLanes <= dim; col += kLanes) {
-      Values best;
-      memcpy(&best, weight + ids[first] * stride + col, sizeof best);
-      Indices arg = Indices{} + ids[first];
+      typename L::Values best[kVectors];
+      typename L::Rows arg[kVectors];
+      const T* first_row = weight + ids[first] * stride + col;
+      for (int64_t v = 0; v < kVectors; ++v) {
+        memcpy(&best[v], first_row + v * L::kCount, sizeof best[v]);
+        arg[v] = typename L::Rows{} + static_cast<Row>(ids[first]);
+      }
       for (int64_t i = first + 1; i < count; ++i) {
         const Index idx = ids[i];
         if (idx == pad) continue;
-        Values row;
-        memcpy(&row, weight + idx * stride + col, sizeof row);
-        const Mask greater = row > best;
-        best = greater ? row : best;
-        arg = __builtin_convertvector(greater, Indices) ? Indices{} + idx : arg;
+        const T* row = weight + idx * stride + col;
+        const typename L::Rows idx_lanes = typename L::Rows{} + static_cast<Row>(idx);
+        for (int64_t v = 0; v < kVectors; ++v) {
+          typename L::Values values;
+          memcpy(&values, row + v * L::kCount, sizeof values);
+          const typename L::Rows greater = values > best[v];
+          best[v] = greater ? values : best[v];
+          arg[v] = greater ? idx_lanes : arg[v];
+        }
       }
-      memcpy(out + col, &best, sizeof best);
-      memcpy(mi + col, &arg, sizeof arg);
+      for (int64_t v = 0; v < kVectors; ++v) {
+        memcpy(out + col + v * L::kCount, &best[v], sizeof best[v]);
+        for (int64_t d = 0; d < L::kCount; ++d) mi[col + v * L::kCount + d] = static_cast<Index>(arg[v][d]);
+      }
     }
     for (; col < dim; ++col) {
       T best = weight[ids[first] * stride + col];
@@ -286,38 +317,45 @@ struct BagColumns {
 };
 
 // Rows up to this many BagColumns vectors wide (float32/float64) take BagColumns; wider ones go row by
-// row, the maximum kept in the output: re-reading a long bag's rows once per vector of columns costs
-// more.
+// row (bag_max_step), the maximum kept in memory: re-reading a long bag's rows once per 64 bytes of
+// columns costs more.
 constexpr int64_t kNarrowRowVectors = 2;
 
+// T is the stored element (uint16_t for float16/bfloat16 rows), C what it is compared as.
 template <typename T, typename Index>
-void bag_max_typed(const BagMaxProblem& p, int64_t begin, int64_t end, float* best) {
+void bag_max_typed(const BagMaxProblem& p, int64_t begin, int64_t end) {
+  constexpr bool kWide16 = sizeof(T) == 2;
+  using C = decltype(T{} * 1.0f);  // float for float32 and 16-bit rows, double for float64
+  using Row = typename MaxLanes<C>::Row;
   const Index* indices = static_cast<const Index*>(p.indices);
   const Index* offsets = static_cast<const Index*>(p.offsets);
   const T* weight = static_cast<const T*>(p.weight);
   const Index pad = static_cast<Index>(p.padding_idx);
-  constexpr bool kWide16 = sizeof(T) == 2;
   const int64_t dim = p.dim;
   bool narrow = false;
   if constexpr (!kWide16) narrow = dim <= kNarrowRowVectors * BagColumns<T, Index>::kLanes;
+  // Wide rows: each column's row, and for 16-bit rows the running maximum widened.
+  Row* arg = narrow ? nullptr : new Row[static_cast<size_t>(dim)];
+  float* best = kWide16 ? new float[static_cast<size_t>(dim)] : nullptr;
+  float block[kBlock];
   for (int64_t b = begin; b < end; ++b) {
     T* out = static_cast<T*>(p.output) + b * dim;
     Index* mi = static_cast<Index*>(p.max_indices) + b * dim;
     const int64_t start = offsets[b], stop = b + 1 < p.num_bags ? offsets[b + 1] : p.num_indices;
     int64_t size = stop - start;
-    if constexpr (!kWide16) {
-      if (narrow) {
-        for (int64_t i = start; i < stop; ++i) {
-          if (i + kPrefetchAhead < p.num_indices) {
-            prefetch_row(weight + indices[i + kPrefetchAhead] * p.weight_row_stride, dim * static_cast<int64_t>(sizeof(T)));
-          }
-          static_cast<Index*>(p.offset2bag)[i] = static_cast<Index>(b);
-          size -= indices[i] == pad;
+    if (narrow) {
+      for (int64_t i = start; i < stop; ++i) {
+        if (i + kPrefetchAhead < p.num_indices) {
+          prefetch_row(weight + indices[i + kPrefetchAhead] * p.weight_row_stride, dim * static_cast<int64_t>(sizeof(T)));
         }
-        BagColumns<T, Index>::bag(weight, p.weight_row_stride, indices + start, stop - start, pad, dim, out, mi);
-        static_cast<Index*>(p.bag_size)[b] = static_cast<Index>(size);
-        continue;
+        static_cast<Index*>(p.offset2bag)[i] = static_cast<Index>(b);
+        size -= indices[i] == pad;
       }
+      if constexpr (!kWide16) {
+        BagColumns<T, Index>::bag(weight, p.weight_row_stride, indices + start, stop - start, pad, dim, out, mi);
+      }
+      static_cast<Index*>(p.bag_size)[b] = static_cast<Index>(size);
+      continue;
     }
     bool first = true;
     for (int64_t i = start; i < stop; ++i) {
@@ -332,52 +370,56 @@ void bag_max_typed(const BagMaxProblem& p, int64_t begin, int64_t end, float* be
       }
       const T* row = weight + idx * p.weight_row_stride;
       if (first) {
-        memcpy(out, row, static_cast<size_t>(dim) * sizeof(T));
-        for (int64_t d = 0; d < dim; ++d) mi[d] = idx;
-        if constexpr (kWide16) widen(reinterpret_cast<const uint16_t*>(row), best, dim, p.dtype);
+        for (int64_t d = 0; d < dim; ++d) arg[d] = static_cast<Row>(idx);
+        if constexpr (kWide16) {
+          widen(reinterpret_cast<const uint16_t*>(row), best, dim, p.dtype);
+        } else {
+          memcpy(out, row, static_cast<size_t>(dim) * sizeof(T));
+        }
         first = false;
       } else if constexpr (kWide16) {
-        bag_max_step16(reinterpret_cast<uint16_t*>(out), best, mi, reinterpret_cast<const uint16_t*>(row), dim,
-                       idx, p.dtype);
+        for (int64_t col = 0; col < dim; col += kBlock) {
+          const int64_t len = dim - col < kBlock ? dim - col : kBlock;
+          widen(reinterpret_cast<const uint16_t*>(row) + col, block, len, p.dtype);
+          bag_max_step<float>(best + col, arg + col, block, len, static_cast<Row>(idx));
+        }
       } else {
-        bag_max_step(out, mi, row, dim, idx);
+        bag_max_step<C>(out, arg, row, dim, static_cast<Row>(idx));
       }
     }
     if (first) {
       memset(out, 0, static_cast<size_t>(dim) * sizeof(T));
       memset(mi, 0, static_cast<size_t>(dim) * sizeof(Index));
+    } else {
+      for (int64_t d = 0; d < dim; ++d) mi[d] = static_cast<Index>(arg[d]);
+      // The maximum's bits are its row's (a NaN keeps its payload).
+      if constexpr (kWide16) {
+        for (int64_t d = 0; d < dim; ++d) out[d] = weight[arg[d] * p.weight_row_stride + d];
+      }
     }
     static_cast<Index*>(p.bag_size)[b] = static_cast<Index>(size);
   }
+  delete[] arg;
+  delete[] best;
 }
 
 template <typename Index>
-void bag_max_indexed(const BagMaxProblem& p, int64_t begin, int64_t end, float* best) {
+void bag_max_indexed(const BagMaxProblem& p, int64_t begin, int64_t end) {
   switch (p.dtype) {
-    case DType::kFloat32: return bag_max_typed<float, Index>(p, begin, end, best);
-    case DType::kFloat64: return bag_max_typed<double, Index>(p, begin, end, best);
+    case DType::kFloat32: return bag_max_typed<float, Index>(p, begin, end);
+    case DType::kFloat64: return bag_max_typed<double, Index>(p, begin, end);
     case DType::kFloat16:
-    case DType::kBFloat16: return bag_max_typed<uint16_t, Index>(p, begin, end, best);
+    case DType::kBFloat16: return bag_max_typed<uint16_t, Index>(p, begin, end);
     default: return;
   }
 }
 
 void bag_max_rows(const BagMaxProblem& p, int64_t begin, int64_t end) {
-  // The widened running maxima of 16-bit rows: one row's worth, on the stack when it fits.
-  constexpr int64_t kStackFloats = 4096;
-  float stack_best[kStackFloats];
-  float* best = stack_best;
-  float* heap_best = nullptr;
-  if (dtype_size(p.dtype) == 2 && p.dim > kStackFloats) {
-    heap_best = new float[static_cast<size_t>(p.dim)];
-    best = heap_best;
-  }
   if (p.index_type == IndexType::kInt32) {
-    bag_max_indexed<int32_t>(p, begin, end, best);
+    bag_max_indexed<int32_t>(p, begin, end);
   } else {
-    bag_max_indexed<int64_t>(p, begin, end, best);
+    bag_max_indexed<int64_t>(p, begin, end);
   }
-  delete[] heap_best;
 }
 
 extern const EmbeddingKernels kKernels = {&backward_rows, &bag_max_rows};

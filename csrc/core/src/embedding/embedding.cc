@@ -203,6 +203,8 @@ int64_t embedding_dense_backward_pages(const EmbeddingBackwardProblem& problem, 
 }
 
 bool embedding_bag_max(const BagMaxProblem& problem) {
+  // The kernels keep a float32/float16/bfloat16 table's row numbers in 32-bit lanes.
+  if (problem.dtype != DType::kFloat64 && problem.num_weights > INT32_MAX) return false;
   const bool wide = problem.index_type == IndexType::kInt64;
   if (!(wide ? bag_inputs_valid<int64_t>(problem) : bag_inputs_valid<int32_t>(problem))) return false;
   const int64_t per_bag = 1 + problem.num_indices / problem.num_bags * (problem.dim ? problem.dim : 1);
