@@ -224,6 +224,17 @@ def test_weights_with_non_contiguous_rows(isa, dtype):
 
 
 @weight_dtype_params
+def test_tables_over_2_31_rows(isa, dtype):
+    """A table of 2^31 + 1 rows (one row expanded: no memory): Kwker keeps a column's winning row as an
+    integer as wide as the compared value, so it serves such tables in float64 only."""
+    rows = 2**31 + 1
+    w = weights(1, 24, dtype, seed=9).expand(rows, 24)
+    indices = torch.tensor([0, rows - 1, 5, 2**31, 7, rows - 2] * 20)
+    offsets = torch.arange(0, indices.numel(), 6)
+    check_bags(w, indices, offsets, what="2^31 + 1 rows", served=dtype == torch.float64)
+
+
+@weight_dtype_params
 def test_functional_and_module_forms(isa, dtype):
     w = weights(40, 12, dtype, "ties", seed=6)
     idx2d = torch.randint(0, 40, (30, 7), generator=torch.Generator().manual_seed(6))

@@ -152,6 +152,8 @@ std::optional<Fallback> why_torch_bags(const Tensor& weight, const Tensor& indic
   if (!indices.is_contiguous() || !offsets.is_contiguous() || (weight.stride(1) != 1 && weight.size(1) > 1)) {
     return Fallback::kLayout;
   }
+  // The core keeps a column's winning row as an integer as wide as the compared value.
+  if (weight.scalar_type() != at::kDouble && weight.size(0) > INT32_MAX) return Fallback::kTooLong;
   const int64_t num_bags = offsets.size(0) - (include_last_offset ? 1 : 0);
   if (num_bags < 1 || indices.numel() == 0 || indices.numel() * weight.size(1) < kMinElements) return Fallback::kSmall;
   if (!float_mode_is_default()) return Fallback::kFloatMode;
