@@ -7,6 +7,9 @@
 //                          kReversed counts them from the end: the right front of the partition walks
 //                          down, and a reversed mask lets it find its next stop with tzcnt/blsr, whose
 //                          short latency keeps the partition loop from waiting on lzcnt.
+// not_after_mask64<kDescending>(v, t): bit i set iff the float or double v[i] is not after t in the
+//                          order (ascending: !(v[i] > t), descending: !(v[i] < t)); so a NaN on
+//                          either side sets it. topk's heap offers only these elements.
 // swap_block_with_reversed64(a, b): swaps a[i] with b[63 - i] for i in [0, 64); a and b are disjoint.
 // partition_below(in, n, pivot, below, above): copies the elements of in[0..n) less than `pivot` to
 //                          below[0..) and the others to above[0..), each in their order; returns how
@@ -53,6 +56,28 @@ inline uint64_t stop_mask64(const uint64_t* p, uint64_t t) {
     const __mmask8 m = kStops == Stops::kNotBelow ? _mm512_cmpge_epu64_mask(keys, threshold)
                                                   : _mm512_cmple_epu64_mask(keys, threshold);
     bits |= uint64_t{m} << (8 * (kReversed ? 7 - v : v));
+  }
+  return bits;
+}
+
+template <bool kDescending>
+inline uint64_t not_after_mask64(const float* v, float t) {
+  const __m512 threshold = _mm512_set1_ps(t);
+  uint64_t bits = 0;
+  for (int i = 0; i < 4; ++i) {
+    const __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(v + 16 * i), threshold, kDescending ? _CMP_NLT_UQ : _CMP_NGT_UQ);
+    bits |= uint64_t{m} << (16 * i);
+  }
+  return bits;
+}
+
+template <bool kDescending>
+inline uint64_t not_after_mask64(const double* v, double t) {
+  const __m512d threshold = _mm512_set1_pd(t);
+  uint64_t bits = 0;
+  for (int i = 0; i < 8; ++i) {
+    const __mmask8 m = _mm512_cmp_pd_mask(_mm512_loadu_pd(v + 8 * i), threshold, kDescending ? _CMP_NLT_UQ : _CMP_NGT_UQ);
+    bits |= uint64_t{m} << (8 * i);
   }
   return bits;
 }
@@ -152,6 +177,28 @@ inline uint64_t stop_mask64(const uint64_t* p, uint64_t t) {
   return ~fails;
 }
 
+template <bool kDescending>
+inline uint64_t not_after_mask64(const float* v, float t) {
+  const __m256 threshold = _mm256_set1_ps(t);
+  uint64_t bits = 0;
+  for (int i = 0; i < 8; ++i) {
+    const __m256 m = _mm256_cmp_ps(_mm256_loadu_ps(v + 8 * i), threshold, kDescending ? _CMP_NLT_UQ : _CMP_NGT_UQ);
+    bits |= static_cast<uint64_t>(_mm256_movemask_ps(m)) << (8 * i);
+  }
+  return bits;
+}
+
+template <bool kDescending>
+inline uint64_t not_after_mask64(const double* v, double t) {
+  const __m256d threshold = _mm256_set1_pd(t);
+  uint64_t bits = 0;
+  for (int i = 0; i < 16; ++i) {
+    const __m256d m = _mm256_cmp_pd(_mm256_loadu_pd(v + 4 * i), threshold, kDescending ? _CMP_NLT_UQ : _CMP_NGT_UQ);
+    bits |= static_cast<uint64_t>(_mm256_movemask_pd(m)) << (4 * i);
+  }
+  return bits;
+}
+
 inline void swap_block_with_reversed64(uint64_t* a, uint64_t* b) {
   auto load = [](const uint64_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
   auto store_reversed = [](uint64_t* p, __m256i v) {
@@ -231,6 +278,13 @@ inline uint64_t stop_mask64(const uint64_t* p, uint64_t t) {
     const uint64_t key = p[(kPairs ? 2 : 1) * (kReversed ? 63 - i : i)];
     bits |= uint64_t{kStops == Stops::kNotBelow ? key >= t : key <= t} << i;
   }
+  return bits;
+}
+
+template <bool kDescending, typename Value>
+inline uint64_t not_after_mask64(const Value* v, Value t) {
+  uint64_t bits = 0;
+  for (int i = 0; i < 64; ++i) bits |= uint64_t{kDescending ? !(v[i] < t) : !(v[i] > t)} << i;
   return bits;
 }
 

@@ -8,9 +8,10 @@
 // same moves as libstdc++:
 //  - partial_sort: libstdc++'s heap select keeps a heap of k elements and replaces its top by each
 //    later element whose key is less than the top's. Kwker runs that heap (heap-inl.h) but first
-//    tests a block of 64 keys against the top: a block with no key below it leaves the heap as it
-//    is, so skipping it is exact; a block with one is walked element by element, as libstdc++
-//    walks it. Then libstdc++'s sort_heap. Random rows touch the heap about k log(n / k) times.
+//    compares a block of 64 elements with the top at once (one vector compare per register): the
+//    top only goes down, so an element above it then never enters, and only the others are offered
+//    to the heap, in row order, as libstdc++ offers them. Then libstdc++'s sort_heap. Random rows
+//    touch the heap about k log(n / k) times.
 //  - nth_element: the row's packed elements go through libstdc++'s introselect, then its introsort,
 //    replayed step for step (introsort-inl.h).
 //  - Either regime, when the k + 1 smallest keys are distinct (and sorted, for nth_element): the
@@ -31,25 +32,28 @@ typename Format::Bits topk_value(typename Format::Bits bits) {
   return bits;
 }
 
-// Whether a block of kTopKBlock elements from position i may hold a key <= `threshold`: a cheap
-// test that may say yes wrongly (the block is then walked key by key) but never says no wrongly.
-// By keys, for any input:
+// Which elements of a block of kTopKBlock from position i may have a key <= `threshold`: bit j for
+// element i + j. The test may set a bit wrongly (that element is then compared by key) but never
+// clears one wrongly. By keys, for any input:
 template <typename Format, typename KeyAt>
 struct KeysBlockTest {
   const KeyAt& key_at;
-  bool operator()(int64_t i, typename Format::Bits threshold) const {
+  uint64_t operator()(int64_t i, typename Format::Bits threshold) const {
     using Bits = typename Format::Bits;
     Bits keys[kTopKBlock];
     for (int j = 0; j < kTopKBlock; ++j) keys[j] = key_at(i + j);
-    int at_most = 0;  // a count, not a boolean OR: integer sums vectorise
+    int at_most = 0;  // most blocks hold none: first a count, which vectorises
     for (int j = 0; j < kTopKBlock; ++j) at_most += keys[j] <= threshold;
-    return at_most != 0;
+    if (at_most == 0) return 0;
+    uint64_t bits = 0;
+    for (int j = 0; j < kTopKBlock; ++j) bits |= uint64_t{keys[j] <= threshold} << j;
+    return bits;
   }
 };
 
 // By values, for contiguous rows of a type the CPU compares natively: one compare per element
-// against the threshold's value. A NaN element passes (say yes), and so does everything when the
-// threshold is NaN's key; +-0.0 compare equal, as their keys do.
+// against the threshold's value. A NaN element passes, and so does everything when the threshold
+// is NaN's key; +-0.0 compare equal, as their keys do.
 template <typename Format> struct NativeValue { using type = void; };
 template <> struct NativeValue<KeyFormatOf<DType::kUInt8>> { using type = uint8_t; };
 template <> struct NativeValue<KeyFormatOf<DType::kInt8>> { using type = int8_t; };
@@ -63,14 +67,22 @@ template <typename Format, bool kDescending>
 struct ValuesBlockTest {
   using Value = typename NativeValue<Format>::type;
   const Value* in;
-  bool operator()(int64_t i, typename Format::Bits threshold) const {
+  uint64_t operator()(int64_t i, typename Format::Bits threshold) const {
     Value t;
     const auto bits = bits_of_key<Format, kDescending>(threshold);
     std::memcpy(&t, &bits, sizeof t);
-    int passing = 0;
     // Descending keys (largest): key(x) <= key(t) when x >= t; ascending: when x <= t.
-    for (int j = 0; j < kTopKBlock; ++j) passing += kDescending ? !(in[i + j] < t) : !(in[i + j] > t);
-    return passing != 0;
+    if constexpr (std::is_floating_point_v<Value>) {
+      return not_after_mask64<kDescending>(in + i, t);
+    } else {
+      auto passes = [&](int j) { return kDescending ? !(in[i + j] < t) : !(in[i + j] > t); };
+      int passing = 0;  // most blocks hold none: first a count, which vectorises
+      for (int j = 0; j < kTopKBlock; ++j) passing += passes(j);
+      if (passing == 0) return 0;
+      uint64_t mask = 0;
+      for (int j = 0; j < kTopKBlock; ++j) mask |= uint64_t{passes(j)} << j;
+      return mask;
+    }
   }
 };
 
@@ -85,10 +97,12 @@ void topk_by_heap(int64_t n, int64_t k, const KeyAt& key_at, const BlockTest& ma
   };
   int64_t i = k;
   for (; i + kTopKBlock <= n; i += kTopKBlock) {
-    // A key equal to the top's does not replace it: a block whose keys are all >= the top's is
-    // skipped even if the test lets keys equal to it through.
-    if (!may_hold(i, static_cast<Bits>(heap[0].key))) continue;
-    for (int j = 0; j < kTopKBlock; ++j) offer(key_at(i + j), i + j);
+    // The top only goes down, so an element whose key is above the top's when its block begins is
+    // never offered with success: only the test's candidates are offered, in row order.
+    for (uint64_t m = may_hold(i, static_cast<Bits>(heap[0].key)); m != 0; m &= m - 1) {
+      const int64_t at = i + __builtin_ctzll(m);
+      offer(key_at(at), at);
+    }
   }
   for (; i < n; ++i) offer(key_at(i), i);
   sort_heap<WideOps>(heap, k);
@@ -131,12 +145,13 @@ bool topk_if_distinct(int64_t n, int64_t k, const KeyAt& key_at, const BlockTest
   int64_t i = 0;
   for (; i < n; i += kTopKBlock) {
     const int64_t m = std::min(kTopKBlock, n - i);
-    if (m == kTopKBlock && !may_hold(i, threshold)) continue;
-    // Appended without a branch per element (the room for a block is kept free): which elements
-    // pass is unpredictable early in the row.
-    for (int64_t j = 0; j < m; ++j) {
-      const Bits key = key_at(i + j);
-      candidates[count] = {key, static_cast<uint64_t>(i + j)};
+    // Appended without a branch per element (the room for a block is kept free): which of the
+    // test's candidates pass is unpredictable early in the row.
+    for (uint64_t bits = m == kTopKBlock ? may_hold(i, threshold) : ~uint64_t{0} >> (kTopKBlock - m); bits != 0;
+         bits &= bits - 1) {
+      const int64_t at = i + __builtin_ctzll(bits);
+      const Bits key = key_at(at);
+      candidates[count] = {key, static_cast<uint64_t>(at)};
       count += key <= threshold;
     }
     if (count + kTopKBlock > capacity && !shrink()) return false;
