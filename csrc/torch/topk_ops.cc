@@ -31,14 +31,10 @@ constexpr int64_t kMinElements = 64;
 // Shorter rows cost Kwker more per row than torch (timed on 4096 float32 rows: 8..64 long 0.85x,
 // 128 long 1.4x).
 constexpr int64_t kMinRowLength = 128;
-// bfloat16 rows hold many equal values (8 significant bits), and below this length torch's own
-// algorithm, which Kwker then replays, is as fast (timed on 4096 random rows: 128..384 long, k 3..16:
-// 0.84x-1.0x; 640 long: 1.1x-1.8x).
-constexpr int64_t kMinBFloat16RowLength = 512;
 // For k <= 2, torch's heap of one or two elements is as fast up to about this length (timed on
-// 4096 float32 rows, AMD Zen 4: 128..256 long 0.85x-1.03x; 384 long 1.06x-1.26x).
+// 4096 float32 rows, AMD EPYC AVX2: 128 long 0.95x; 256 long 1.4x-1.65x).
 constexpr int64_t kMaxSmallK = 2;
-constexpr int64_t kMinSmallKRowLength = 384;
+constexpr int64_t kMinSmallKRowLength = 256;
 constexpr int64_t kMaxRowLength = (int64_t{1} << 32) - 1;  // positions travel in 32 bits
 
 std::optional<Fallback> why_torch_selects(const Tensor& self, int64_t k, int64_t dim) {
@@ -52,7 +48,6 @@ std::optional<Fallback> why_torch_selects(const Tensor& self, int64_t k, int64_t
   const int64_t n = self.size(dim < 0 ? dim + self.dim() : dim);
   if (k < 0 || k > n) return Fallback::kArguments;
   if (k == 0 || self.numel() < kMinElements || n < kMinRowLength) return Fallback::kSmall;
-  if (*dtype == DType::kBFloat16 && n < kMinBFloat16RowLength) return Fallback::kSmall;
   if (k <= kMaxSmallK && n < kMinSmallKRowLength) return Fallback::kSmall;
   if (n > kMaxRowLength) return Fallback::kTooLong;
   return std::nullopt;
