@@ -60,24 +60,19 @@ inline uint64_t stop_mask64(const uint64_t* p, uint64_t t) {
   return bits;
 }
 
-template <bool kDescending>
-inline uint64_t not_after_mask64(const float* v, float t) {
-  const __m512 threshold = _mm512_set1_ps(t);
+template <bool kDescending, typename Value>
+inline uint64_t not_after_mask64(const Value* v, Value t) {
+  constexpr int kPredicate = kDescending ? _CMP_NLT_UQ : _CMP_NGT_UQ;
+  constexpr int kLanes = 64 / sizeof(Value);
   uint64_t bits = 0;
-  for (int i = 0; i < 4; ++i) {
-    const __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(v + 16 * i), threshold, kDescending ? _CMP_NLT_UQ : _CMP_NGT_UQ);
-    bits |= uint64_t{m} << (16 * i);
-  }
-  return bits;
-}
-
-template <bool kDescending>
-inline uint64_t not_after_mask64(const double* v, double t) {
-  const __m512d threshold = _mm512_set1_pd(t);
-  uint64_t bits = 0;
-  for (int i = 0; i < 8; ++i) {
-    const __mmask8 m = _mm512_cmp_pd_mask(_mm512_loadu_pd(v + 8 * i), threshold, kDescending ? _CMP_NLT_UQ : _CMP_NGT_UQ);
-    bits |= uint64_t{m} << (8 * i);
+  for (int i = 0; i < 64 / kLanes; ++i) {
+    uint64_t m;
+    if constexpr (sizeof(Value) == 4) {
+      m = _mm512_cmp_ps_mask(_mm512_loadu_ps(v + kLanes * i), _mm512_set1_ps(t), kPredicate);
+    } else {
+      m = _mm512_cmp_pd_mask(_mm512_loadu_pd(v + kLanes * i), _mm512_set1_pd(t), kPredicate);
+    }
+    bits |= m << (kLanes * i);
   }
   return bits;
 }
@@ -177,24 +172,19 @@ inline uint64_t stop_mask64(const uint64_t* p, uint64_t t) {
   return ~fails;
 }
 
-template <bool kDescending>
-inline uint64_t not_after_mask64(const float* v, float t) {
-  const __m256 threshold = _mm256_set1_ps(t);
+template <bool kDescending, typename Value>
+inline uint64_t not_after_mask64(const Value* v, Value t) {
+  constexpr int kPredicate = kDescending ? _CMP_NLT_UQ : _CMP_NGT_UQ;
+  constexpr int kLanes = 32 / sizeof(Value);
   uint64_t bits = 0;
-  for (int i = 0; i < 8; ++i) {
-    const __m256 m = _mm256_cmp_ps(_mm256_loadu_ps(v + 8 * i), threshold, kDescending ? _CMP_NLT_UQ : _CMP_NGT_UQ);
-    bits |= static_cast<uint64_t>(_mm256_movemask_ps(m)) << (8 * i);
-  }
-  return bits;
-}
-
-template <bool kDescending>
-inline uint64_t not_after_mask64(const double* v, double t) {
-  const __m256d threshold = _mm256_set1_pd(t);
-  uint64_t bits = 0;
-  for (int i = 0; i < 16; ++i) {
-    const __m256d m = _mm256_cmp_pd(_mm256_loadu_pd(v + 4 * i), threshold, kDescending ? _CMP_NLT_UQ : _CMP_NGT_UQ);
-    bits |= static_cast<uint64_t>(_mm256_movemask_pd(m)) << (4 * i);
+  for (int i = 0; i < 64 / kLanes; ++i) {
+    int m;
+    if constexpr (sizeof(Value) == 4) {
+      m = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(v + kLanes * i), _mm256_set1_ps(t), kPredicate));
+    } else {
+      m = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(v + kLanes * i), _mm256_set1_pd(t), kPredicate));
+    }
+    bits |= static_cast<uint64_t>(m) << (kLanes * i);
   }
   return bits;
 }
