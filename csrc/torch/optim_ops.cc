@@ -66,6 +66,8 @@ void mkl_sqrt_f64(int64_t n, const double* in, double* out) {
 bool mkl_sqrt_copy_matches() {
   static std::atomic<int> verdict{-1};  // -1 unknown, 0 differs, 1 matches
   if (const int v = verdict.load(); v >= 0) return v == 1;
+  // Asked on every Adam step: without a copy, answer before building the check's million values.
+  if (!kwker::mkl_sqrt_f32(0, nullptr, nullptr)) return false;
   std::vector<float> in;
   for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 4093) {
     const auto b = static_cast<uint32_t>(bits);
