@@ -307,12 +307,13 @@ def test_adam_states_with_negative_nan_and_infinite_second_moments(exact, isa, d
 
 
 def test_sqrt_copy_of_mkl_is_used_only_where_exact_on_every_float(native):
-    """Kwker's in-register copy of MKL's AVX-512 float sqrt (what torch's sqrt calls with MKL, on Intel
-    CPUs) is used by the optimizer steps only where it gives torch.sqrt's bits on all 2^32 inputs: where
-    the adapter's sampled check accepted it, every float matches; where it refused it (MKL takes
-    another path, as on AMD CPUs), some float differs. Needs AVX-512 and an MKL torch; else no copy."""
-    if native.detected_isa() != "avx512" or not torch.backends.mkl.is_available():
-        pytest.skip("the copy of MKL's sqrt exists for AVX-512 CPUs with an MKL torch only")
+    """Kwker's in-register copy of MKL's float sqrt (what torch's sqrt calls with MKL: on AVX-512, MKL's
+    Intel AVX-512 path; on AVX2, the SSE path MKL takes on AMD CPUs) is used by the optimizer steps only
+    where it gives torch.sqrt's bits on all 2^32 inputs: where the adapter's sampled check accepted it,
+    every float matches; where it refused it (MKL takes another path here), some float differs. Needs
+    AVX2 or AVX-512 and an MKL torch; else no copy."""
+    if native.detected_isa() == "scalar" or not torch.backends.mkl.is_available():
+        pytest.skip("the copies of MKL's sqrt exist for AVX2 and AVX-512 CPUs with an MKL torch only")
     in_use = torch.ops.kwker.mkl_sqrt_copy_in_use()
     chunk = 1 << 26
     for start in range(0, 1 << 32, chunk):

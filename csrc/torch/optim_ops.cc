@@ -15,6 +15,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "kernel_state.h"
+#include "kwker/cpu.h"
 #include "kwker/optim.h"
 #include "torch_facts.h"
 
@@ -60,14 +62,19 @@ void mkl_sqrt_f64(int64_t n, const double* in, double* out) {
   MKL_Set_Num_Threads_Local(previous);
 }
 
-// Whether Kwker's in-register copy of MKL's AVX-512 float sqrt gives MKL's bits here: checked once,
-// on about a million bit patterns spread over all floats (every exponent, both signs, subnormals,
-// zeros, infinities, NaNs). Unknown (false, asked again later) while the active ISA has no copy.
+// Whether the active ISA's in-register copy of MKL's float sqrt (AVX-512: MKL's Intel AVX-512 path;
+// AVX2: the SSE path MKL gives other CPUs) gives MKL's bits here: checked once per ISA, on about a
+// million bit patterns spread over all floats (every exponent, both signs, subnormals, zeros,
+// infinities, NaNs). False where the ISA has no copy.
 bool mkl_sqrt_copy_matches() {
-  static std::atomic<int> verdict{-1};  // -1 unknown, 0 differs, 1 matches
+  static std::array<std::atomic<int>, 3> verdicts{-1, -1, -1};  // per kwker::Isa: -1 unknown, 0 differs, 1 matches
+  std::atomic<int>& verdict = verdicts[static_cast<size_t>(kwker::active_isa())];
   if (const int v = verdict.load(); v >= 0) return v == 1;
   // Asked on every Adam step: without a copy, answer before building the check's million values.
-  if (!kwker::mkl_sqrt_f32(0, nullptr, nullptr)) return false;
+  if (!kwker::mkl_sqrt_f32(0, nullptr, nullptr)) {
+    verdict.store(0);
+    return false;
+  }
   std::vector<float> in;
   for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 4093) {
     const auto b = static_cast<uint32_t>(bits);
@@ -78,7 +85,7 @@ bool mkl_sqrt_copy_matches() {
   for (float x : {0.0f, -0.0f, INFINITY, -INFINITY, 0x1p-78f, 0x1p-79f, 0x1p-149f, 0x1p-126f}) in.push_back(x);
   std::vector<float> theirs(in.size()), ours(in.size());
   mkl_sqrt_f32(static_cast<int64_t>(in.size()), in.data(), theirs.data());
-  if (!kwker::mkl_sqrt_f32(static_cast<int64_t>(in.size()), in.data(), ours.data())) return false;
+  kwker::mkl_sqrt_f32(static_cast<int64_t>(in.size()), in.data(), ours.data());
   const bool same = std::memcmp(theirs.data(), ours.data(), in.size() * sizeof(float)) == 0;
   verdict.store(same ? 1 : 0);
   return same;
@@ -322,7 +329,7 @@ Tensor mkl_sqrt_copy(const Tensor& x) {
               "kwker::mkl_sqrt_f32 takes a contiguous float32 CPU tensor");
   Tensor out = at::empty_like(x);
   TORCH_CHECK(kwker::mkl_sqrt_f32(x.numel(), x.const_data_ptr<float>(), out.data_ptr<float>()),
-              "kwker::mkl_sqrt_f32: the active ISA has no copy of MKL's sqrt (AVX-512 only)");
+              "kwker::mkl_sqrt_f32: the active ISA has no copy of MKL's sqrt (AVX2 and AVX-512 only)");
   return out;
 }
 

@@ -25,7 +25,7 @@ struct TorchSqrt {
   VectorSqrt<float> f32 = nullptr;
   VectorSqrt<double> f64 = nullptr;
   // f32 is MKL's vsSqrt and gives what mkl_sqrt_f32 gives (the adapter checked): where the active ISA
-  // has that sequence (AVX-512), the step computes it in registers, in one pass.
+  // has that sequence (AVX2, AVX-512), the step computes it in registers, in one pass.
   bool f32_matches_mkl_sqrt_f32 = false;
 };
 
@@ -36,8 +36,9 @@ struct AdamHyper {
   TorchSqrt sqrt;
 };
 
-// Kwker's in-register copy of MKL's AVX-512 single-precision vsSqrt (high accuracy) over an array, for
-// checking it against MKL. Returns false, writing nothing, where the active ISA has no such copy.
+// Kwker's in-register copy of MKL's single-precision vsSqrt (high accuracy) over an array, for checking
+// it against MKL: AVX-512, MKL's Intel AVX-512 path; AVX2, the SSE path MKL takes on other CPUs. Returns false,
+// writing nothing, where the active ISA has no such copy.
 bool mkl_sqrt_f32(int64_t n, const float* in, float* out);
 
 template <typename T>

@@ -9,7 +9,7 @@ template <typename T>
 struct ScalarLanes {
   using V = T;
   static constexpr int kWidth = 1;
-  static constexpr bool kHasMklSqrt = false;  // see Lanes<float>::mkl_sqrt (AVX-512)
+  static constexpr bool kHasMklSqrt = false;  // see Lanes<float>::mkl_sqrt (AVX-512, AVX2)
   static V load(const T* p) { return *p; }
   static void store(T* p, V v) { *p = v; }
   static V set(T x) { return x; }
@@ -94,7 +94,7 @@ template <>
 struct Lanes<float> {
   using V = __m256;
   static constexpr int kWidth = 8;
-  static constexpr bool kHasMklSqrt = false;
+  static constexpr bool kHasMklSqrt = true;
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V set(float x) { return _mm256_set1_ps(x); }
@@ -105,6 +105,31 @@ struct Lanes<float> {
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V sqrt(V a) { return _mm256_sqrt_ps(a); }
   static V neg(V a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
+  // The square root MKL's vsSqrt (VML high accuracy) computes on CPUs it gives its SSE path (AMD's):
+  // y = rsqrt(x), s = x·y, h = y/2, e = 1/2 − s·h, s' = s + s·e, h' = h + h·e, then
+  // s' + (x − s'²)·h', every product and sum rounded on its own (no FMA). rsqrt is the CPU's own
+  // approximation, so the bits are this CPU's. Positive normal x up to 0x7f7ff000 only; the others
+  // get the correctly rounded sqrt (zeros, subnormals, the largest floats, +inf, NaN quieted), and
+  // negative numbers the quiet NaN 0x7fc00000. Not derived from a specification: the adapter checks
+  // it against MKL itself on this machine before using it (optim_ops.cc), and the tests check every
+  // float.
+  static V mkl_sqrt(V x) {
+    const V half = _mm256_set1_ps(0.5f);
+    const V y = _mm256_rsqrt_ps(x);
+    const V s = _mm256_mul_ps(x, y);
+    const V h = _mm256_mul_ps(y, half);
+    const V e = _mm256_sub_ps(half, _mm256_mul_ps(s, h));
+    const V s1 = _mm256_add_ps(_mm256_mul_ps(s, e), s);
+    const V h1 = _mm256_add_ps(_mm256_mul_ps(h, e), h);
+    const V root = _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(x, _mm256_mul_ps(s1, s1)), h1), s1);
+    // Outside (0x007fffff, 0x7f7ff000] the bits plus 0x7f800000 exceed 0xfefff000 as signed integers.
+    const __m256i biased = _mm256_add_epi32(_mm256_castps_si256(x), _mm256_set1_epi32(0x7f800000));
+    const V special = _mm256_castsi256_ps(_mm256_cmpgt_epi32(biased, _mm256_set1_epi32(int32_t(0xfefff000u))));
+    if (_mm256_movemask_ps(special) == 0) return root;
+    const V exact = _mm256_blendv_ps(root, _mm256_sqrt_ps(x), special);
+    const V negative = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
+    return _mm256_blendv_ps(exact, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000)), negative);
+  }
 };
 
 template <>

@@ -23,7 +23,7 @@ struct AdamScalars {
   T eps;
   T neg_step_size;              // -lr / (1 - beta1^step)
   VectorSqrt<T> sqrt_call;      // torch's sqrt function (MKL's), or null: the correctly rounded instruction
-  bool mkl_sqrt_in_registers;   // float on AVX-512: sqrt_call is MKL's, and Lanes::mkl_sqrt equals it
+  bool mkl_sqrt_in_registers;   // float: sqrt_call is MKL's, and Lanes::mkl_sqrt equals it here
 };
 
 template <typename T>

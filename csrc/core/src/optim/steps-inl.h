@@ -97,7 +97,7 @@ struct AdamMath {
   }
 };
 
-// One pass: the square root in registers (the instruction, or MKL's sequence on AVX-512).
+// One pass: the square root in registers (the instruction, or Kwker's copy of MKL's sequence).
 template <typename T>
 void adam_one_pass(const AdamMath<Lanes<T>, T>& vec, T* param, const T* grad, T* exp_avg,
                    T* exp_avg_sq, int64_t n) {
@@ -157,8 +157,8 @@ void adam(const AdamScalars<T>& s, T* param, const T* grad, T* exp_avg, T* exp_a
   }
 }
 
-// Kwker's copy of MKL's AVX-512 float square root over an array (for the adapter's check); false where
-// this ISA has none.
+// Kwker's copy of MKL's float square root (Lanes<float>::mkl_sqrt) over an array, for the adapter's
+// check; false where this ISA has none.
 template <typename L = Lanes<float>>
 bool mkl_sqrt_f32(int64_t n, const float* in, float* out) {
   if constexpr (L::kHasMklSqrt) {
