@@ -315,11 +315,15 @@ def test_sqrt_copy_of_mkl_is_used_only_where_exact_on_every_float(native):
     if native.detected_isa() == "scalar" or not torch.backends.mkl.is_available():
         pytest.skip("the copies of MKL's sqrt exist for AVX2 and AVX-512 CPUs with an MKL torch only")
     in_use = torch.ops.kwker.mkl_sqrt_copy_in_use()
-    chunk = 1 << 26
+    # Chunks small enough for malloc to reuse their memory: fresh pages would cost more than the sqrt.
+    chunk = 1 << 20
+    offsets = torch.arange(chunk, dtype=torch.int32)
+    bits, roots = torch.empty_like(offsets), torch.empty(chunk)
     for start in range(0, 1 << 32, chunk):
-        bits = torch.arange(start, start + chunk, dtype=torch.int64).to(torch.int32)  # wraps: all patterns
+        torch.add(offsets, start - (1 << 32) if start >= 1 << 31 else start, out=bits)  # all patterns
         x = bits.view(torch.float32)
-        expected, actual = torch.sqrt(x).view(torch.int32), torch.ops.kwker.mkl_sqrt_f32(x).view(torch.int32)
+        expected = torch.sqrt(x, out=roots).view(torch.int32)
+        actual = torch.ops.kwker.mkl_sqrt_f32(x).view(torch.int32)
         if not torch.equal(expected, actual):
             first = int((expected != actual).nonzero()[0])
             assert not in_use, (f"the copy is in use but input 0x{int(bits[first]) & 0xffffffff:08x} gives torch "
