@@ -23,7 +23,8 @@ from sortdata import NAMES
 pytestmark = pytest.mark.usefixtures("native")
 
 SELECT_DTYPES = tuple(d for d in sortdata.DTYPES if d != torch.bool)
-MIN_ROW = 16  # rows at least this long (and 64 elements) are Kwker's own
+# Rows at least this long (and 64 elements) are Kwker's own: median/nanmedian, kthvalue.
+MIN_ROW = {"median": 4, "kthvalue": 5}
 dtype_params = pytest.mark.parametrize("dtype", SELECT_DTYPES, ids=[NAMES[d] for d in SELECT_DTYPES])
 
 
@@ -31,17 +32,17 @@ def ks_for(n: int) -> list[int]:
     return sorted({k for k in (1, 2, n // 3 + 1, (n + 1) // 2, n - 1, n) if 1 <= k <= n})
 
 
-def served_along(x: torch.Tensor, dim: int) -> bool:
+def served_along(x: torch.Tensor, dim: int, family: str) -> bool:
     if x.dim() == 0 or not -x.dim() <= dim < x.dim():
         return False
     n = x.size(dim)
-    return n >= MIN_ROW and x.numel() >= 64 and (x.stride(dim) != 0 or n == 1)
+    return n >= MIN_ROW[family] and x.numel() >= 64 and (x.stride(dim) != 0 or n == 1)
 
 
-def check(call, x, *, dim=None, what="", expect_served=True):
+def check(call, x, *, dim=None, what="", expect_served=True, family="median"):
     both = run_both(call)
     assert_same(both, context=what)
-    served = served_along(x, dim) if dim is not None else x.numel() >= 64
+    served = served_along(x, dim, family) if dim is not None else x.numel() >= 64
     if expect_served and served:
         # kthvalue of 8+ rows whose first row's k-th value is tied is declined (kwker/select.h)
         declined = both.reasons().get("kthvalue", {}).get("declined", 0)
@@ -53,12 +54,12 @@ def check_all_ops(x, dim=-1, ks=None, keepdims=(False, True), context=""):
     shape = f"x{tuple(x.shape)} {x.dtype} dim={dim}"
     for keepdim in keepdims:
         for k in ks if ks is not None else ks_for(x.size(dim)):
-            check(lambda: torch.kthvalue(x, k, dim, keepdim), x, dim=dim,
+            check(lambda: torch.kthvalue(x, k, dim, keepdim), x, dim=dim, family="kthvalue",
                   what=f"{context} kthvalue({shape}, k={k}, keepdim={keepdim})")
             # One row alone is never declined: the replay of torch's quickselect on tied rows runs.
             row = x.select(1 if dim % x.dim() == 0 and x.dim() > 1 else 0, 0) if x.dim() > 1 else x
             row_dim = 0 if x.dim() > 1 and dim % x.dim() == 0 else -1
-            check(lambda: torch.kthvalue(row, k, row_dim, keepdim), row, dim=row_dim,
+            check(lambda: torch.kthvalue(row, k, row_dim, keepdim), row, dim=row_dim, family="kthvalue",
                   what=f"{context} kthvalue(one row of {shape}, k={k}, keepdim={keepdim})")
         for op in (torch.median, torch.nanmedian):
             check(lambda: op(x, dim, keepdim), x, dim=dim, what=f"{context} {op.__name__}({shape}, keepdim={keepdim})")
@@ -71,10 +72,10 @@ def check_whole(x, context=""):
 
 
 @dtype_params
-@pytest.mark.parametrize("n", (16, 17, 64, 100, 1000, 2047, 2048, 5000))
+@pytest.mark.parametrize("n", (3, 4, 5, 9, 16, 17, 25, 31, 32, 33, 48, 49, 64, 65, 100, 1000, 2047, 2048, 5000))
 def test_lengths_and_ks(isa, dtype, n):
     for dist in ("random", "few", "equal"):
-        x = sortdata.make(dtype, (3, n), dist, seed=n)
+        x = sortdata.make(dtype, (max(3, 128 // n), n), dist, seed=n)  # short rows: enough to be served
         check_all_ops(x, keepdims=(False,), context=dist)
         check_whole(x, context=dist)
 
@@ -84,8 +85,8 @@ def test_lengths_and_ks(isa, dtype, n):
 def test_distributions(isa, dtype, dist):
     """Heavy ties (few distinct values, all equal, quantised), NaN payloads at random positions,
     +-inf, -0.0/+0.0, subnormals, sorted and reversed rows; short and sampled (>= 2048) rows."""
-    for n in (300, 3000):
-        x = sortdata.make(dtype, (4, n), dist, seed=7)
+    for n in (9, 33, 300, 3000):
+        x = sortdata.make(dtype, (max(4, 256 // n), n), dist, seed=7)
         check_all_ops(x, ks=(1, 2, n // 4, n // 2, n), context=dist)
         check_whole(x, context=dist)
 
@@ -125,6 +126,22 @@ def test_layouts_and_dims(isa, dtype, layout, dim):
     check_whole(x, context=layout)
 
 
+@pytest.mark.parametrize("dtype", (torch.float32, torch.int32, torch.float16, torch.uint8), ids=lambda d: NAMES[d])
+def test_short_rows_of_filters_and_columns(isa, dtype):
+    """Short rows (ranked by counting): median-filter patches from F.unfold (rows of 9 and 25, strided
+    by the image size), columns of 32 and 64 (along dim 0), ties and NaNs."""
+    gen = torch.Generator().manual_seed(21)
+    image = (torch.rand(1, 1, 40, 40, generator=gen) * 8).floor()
+    if dtype.is_floating_point:
+        image[0, 0, ::7, ::5] = float("nan")
+    for k in (3, 5):
+        patches = torch.nn.functional.unfold(image, k, padding=k // 2)[0].t().to(dtype)  # (1600, k * k)
+        check_all_ops(patches, -1, ks=(1, k * k // 2, k * k), keepdims=(False,), context=f"{k}x{k} patches")
+    for rows in (32, 64):
+        x = sortdata.make(dtype, (rows, 300), "few", seed=rows)
+        check_all_ops(x, 0, ks=(1, rows // 2, rows), keepdims=(False,), context=f"columns of {rows}")
+
+
 def test_feature_columns_and_channels_last(isa):
     """Columns of a (samples x features) matrix: rows along dim 0, handled a tile at a time."""
     x = torch.randn(3000, 37).round(decimals=2)
@@ -141,7 +158,7 @@ def test_expanded_rows_go_to_torch(isa):
     x = base.expand(64, 300)
     both = check(lambda: torch.kthvalue(x, 5, 0), x, dim=0, expect_served=False)
     assert both.served == 0
-    check(lambda: torch.kthvalue(x, 5, 1), x, dim=1)
+    check(lambda: torch.kthvalue(x, 5, 1), x, dim=1, family="kthvalue")
 
 
 @pytest.mark.parametrize("shape,dim", [((), 0), ((), -1), ((1,), 0), ((5, 0), 0), ((0, 300), 1), ((300, 0), 0),
@@ -238,11 +255,11 @@ def test_threads_do_not_change_results(isa):
 def test_hypothesis(isa, data):
     dtype = data.draw(st.sampled_from(SELECT_DTYPES))
     dist = data.draw(st.sampled_from(sortdata.applicable(dtype)))
-    n = data.draw(st.integers(MIN_ROW, 5000))
+    n = data.draw(st.one_of(st.integers(MIN_ROW["median"], 80), st.integers(81, 5000)))
     rows = data.draw(st.integers(1, 4))
     x = sortdata.make(dtype, (rows, n), dist, seed=data.draw(st.integers(0, 2**16)))
     k = data.draw(st.integers(1, n))
-    check(lambda: torch.kthvalue(x, k), x, dim=-1, what=f"{dist} kthvalue k={k}")
+    check(lambda: torch.kthvalue(x, k), x, dim=-1, what=f"{dist} kthvalue k={k}", family="kthvalue")
     check(lambda: torch.median(x, -1), x, dim=-1, what=f"{dist} median")
     check(lambda: torch.nanmedian(x, -1), x, dim=-1, what=f"{dist} nanmedian")
     check_whole(x, context=dist)

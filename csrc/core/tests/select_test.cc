@@ -20,7 +20,7 @@ namespace {
 
 using kwker::SelectRule;
 
-constexpr int64_t kRowLengths[] = {1, 2, 3, 4, 5, 7, 16, 17, 64, 65, 100, 255, 1000, 2047, 2048, 5000, 20000};
+constexpr int64_t kRowLengths[] = {1, 2, 3, 4, 5, 7, 9, 15, 16, 17, 31, 32, 33, 48, 49, 63, 64, 65, 100, 255, 1000, 2047, 2048, 5000, 20000};
 
 constexpr DType kSelectDTypes[] = {DType::kUInt8,   DType::kInt8,     DType::kInt16,   DType::kInt32,  DType::kInt64,
                                    DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64};

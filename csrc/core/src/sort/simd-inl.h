@@ -14,6 +14,8 @@
 // partition_below(in, n, pivot, below, above): copies the elements of in[0..n) less than `pivot` to
 //                          below[0..) and the others to above[0..), each in their order; returns how
 //                          many are below. May write up to 7 elements past the end of either part.
+// key_masks64<kCount>(keys, x, below, equal): bit j of *below (*equal) set iff keys[j] < x (== x), for
+//                          j < kCount, a multiple of 16 up to 64; short rows of select rank by it.
 // stable_sort_leaf<kByWholeElement>(a, n): sorts a[0..n), n <= 16, by key (the high half) keeping
 //                          the order of equal keys, or by the whole (unique) element. Vector variants
 //                          rank each element by (key, position in the leaf), or by itself.
@@ -106,6 +108,19 @@ inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, ui
 }
 
 // Ranks by counting: a bitonic network over the 16 lanes measured slower (10 dependent layers).
+template <int kCount>
+inline void key_masks64(const uint32_t* keys, uint32_t x, uint64_t* below, uint64_t* equal) {
+  const __m512i t = _mm512_set1_epi32(static_cast<int>(x));
+  uint64_t b = 0, e = 0;
+  for (int v = 0; v < kCount / 16; ++v) {
+    const __m512i k = _mm512_loadu_si512(keys + 16 * v);
+    b |= uint64_t{_mm512_cmplt_epu32_mask(k, t)} << (16 * v);
+    e |= uint64_t{_mm512_cmpeq_epi32_mask(k, t)} << (16 * v);
+  }
+  *below = b;
+  *equal = e;
+}
+
 template <bool kByWholeElement>
 inline void stable_sort_leaf(uint64_t* a, int64_t n) {
   const __mmask8 m0 = static_cast<__mmask8>(n >= 8 ? 0xFF : (1u << n) - 1);
@@ -240,6 +255,22 @@ inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, ui
   return partition_below_from(in, i, n, pivot, below, nb, above, na);
 }
 
+template <int kCount>
+inline void key_masks64(const uint32_t* keys, uint32_t x, uint64_t* below, uint64_t* equal) {
+  // Signed compares only: flipping the top bit of both sides orders them unsigned.
+  const __m256i flip = _mm256_set1_epi32(INT32_MIN);
+  const __m256i t = _mm256_set1_epi32(static_cast<int>(x)), t_flipped = _mm256_xor_si256(t, flip);
+  uint64_t b = 0, e = 0;
+  for (int v = 0; v < kCount / 8; ++v) {
+    const __m256i k = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + 8 * v));
+    const __m256i lt = _mm256_cmpgt_epi32(t_flipped, _mm256_xor_si256(k, flip));
+    b |= static_cast<uint64_t>(_mm256_movemask_ps(_mm256_castsi256_ps(lt))) << (8 * v);
+    e |= static_cast<uint64_t>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(k, t)))) << (8 * v);
+  }
+  *below = b;
+  *equal = e;
+}
+
 template <bool kByWholeElement>
 inline void stable_sort_leaf(uint64_t* a, int64_t n) {
   alignas(32) uint64_t ranked[16], out[16];
@@ -284,6 +315,17 @@ inline void swap_block_with_reversed64(uint64_t* a, uint64_t* b) {
 
 inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, uint64_t* below, uint64_t* above) {
   return partition_below_from(in, 0, n, pivot, below, 0, above, 0);
+}
+
+template <int kCount>
+inline void key_masks64(const uint32_t* keys, uint32_t x, uint64_t* below, uint64_t* equal) {
+  uint64_t b = 0, e = 0;
+  for (int j = 0; j < kCount; ++j) {
+    b |= uint64_t{keys[j] < x} << j;
+    e |= uint64_t{keys[j] == x} << j;
+  }
+  *below = b;
+  *equal = e;
 }
 
 template <bool kByWholeElement>
