@@ -2,7 +2,8 @@
 //
 // Covered: strided CPU tensors of uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64
 // (torch rejects bool and complex), any dim, any strides, 1 <= k <= the dim's size, rows of at least
-// kMinRowLength. Everything else, and every argument torch must reject or resize, goes to
+// kMinRowLength, and short rows (kMinShortRowLength..kMaxShortRowLength, elements of up to 32 bits,
+// sorted or k == 1). Everything else, and every argument torch must reject or resize, goes to
 // torch's own CPU kernel (at::cpu::, no dispatcher round trip). Results, ties included: see
 // kwker/topk.h.
 #include <ATen/MemoryOverlap.h>
@@ -36,8 +37,11 @@ constexpr int64_t kMinRowLength = 128;
 constexpr int64_t kMaxSmallK = 2;
 constexpr int64_t kMinSmallKRowLength = 256;
 constexpr int64_t kMaxRowLength = (int64_t{1} << 32) - 1;  // positions travel in 32 bits
+// Rows up to this long (keys of up to 32 bits, sorted output or k == 1) take the short-row path.
+constexpr int64_t kMaxShortRowLength = 64;
+constexpr int64_t kMinShortRowLength = 4;
 
-std::optional<Fallback> why_torch_selects(const Tensor& self, int64_t k, int64_t dim) {
+std::optional<Fallback> why_torch_selects(const Tensor& self, int64_t k, int64_t dim, bool sorted) {
   if (!enabled_for_this_thread()) return Fallback::kDisabled;
   if (!plain_strided(self)) return Fallback::kLayout;
   const auto dtype = core_dtype(self.scalar_type());
@@ -47,8 +51,10 @@ std::optional<Fallback> why_torch_selects(const Tensor& self, int64_t k, int64_t
   if (dim < -self.dim() || dim >= self.dim()) return Fallback::kArguments;
   const int64_t n = self.size(dim < 0 ? dim + self.dim() : dim);
   if (k < 0 || k > n) return Fallback::kArguments;
-  if (k == 0 || self.numel() < kMinElements || n < kMinRowLength) return Fallback::kSmall;
-  if (k <= kMaxSmallK && n < kMinSmallKRowLength) return Fallback::kSmall;
+  if (k == 0 || self.numel() < kMinElements) return Fallback::kSmall;
+  const bool short_row = n >= kMinShortRowLength && n <= kMaxShortRowLength && self.element_size() <= 4 &&
+                         (sorted || k == 1);
+  if (!short_row && (n < kMinRowLength || (k <= kMaxSmallK && n < kMinSmallKRowLength))) return Fallback::kSmall;
   if (n > kMaxRowLength) return Fallback::kTooLong;
   return std::nullopt;
 }
@@ -100,7 +106,7 @@ int64_t wrapped(int64_t dim, const Tensor& self) { return dim < 0 ? dim + self.d
 std::tuple<Tensor, Tensor> topk(const Tensor& self, c10::SymInt k_sym, int64_t dim, bool largest, bool sorted) {
   CallRecord call(Kernel::kTopk);
   const int64_t k = k_sym.guard_int(__FILE__, __LINE__);
-  if (const auto why = why_torch_selects(self, k, dim)) {
+  if (const auto why = why_torch_selects(self, k, dim, sorted)) {
     call.fell_back(*why);
     return at::cpu::topk_symint(self, std::move(k_sym), dim, largest, sorted);
   }
@@ -117,7 +123,7 @@ std::tuple<Tensor&, Tensor&> topk_values(const Tensor& self, c10::SymInt k_sym, 
                                          bool sorted, Tensor& values, Tensor& indices) {
   CallRecord call(Kernel::kTopk);
   const int64_t k = k_sym.guard_int(__FILE__, __LINE__);
-  std::optional<Fallback> why = why_torch_selects(self, k, dim);
+  std::optional<Fallback> why = why_torch_selects(self, k, dim, sorted);
   if (!why && !out_tensors_usable(self, output_sizes(self, k, wrapped(dim, self)), values, indices)) {
     why = Fallback::kOutTensors;
   }

@@ -203,63 +203,27 @@ struct NanScan {
   int64_t first = -1;
 };
 
-// Rows up to this long with keys of up to 32 bits are held as keys in a local array and ranked by
-// counting: each element's rank is two vector compares of the row against its key, no partition and
-// no per-element branch.
-inline constexpr int64_t kShortRowMaxLength = 64;
+// The short row's NaNs (float keys: all NaNs have the all-ones key of their width).
+template <typename Bits>
+NanScan short_row_nans(const ShortRowKeys& row) {
+  const uint64_t nan_bits = row.equal_to(static_cast<Bits>(~Bits(0)));
+  return NanScan{__builtin_popcountll(nan_bits), nan_bits == 0 ? -1 : __builtin_ctzll(nan_bits)};
+}
 
-struct ShortRowKeys {
-  alignas(64) uint32_t keys[kShortRowMaxLength];
-  int64_t n = 0, padded = 0;
-  uint64_t in_row = 0;
-
-  // The row's keys, padded to a multiple of 16 with all ones (below no key; equal ones masked off).
-  template <typename KeyAt>
-  void load(int64_t length, const KeyAt& key_at) {
-    n = length;
-    padded = (n + 15) / 16 * 16;
-    in_row = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
-    for (int64_t i = 0; i < n; ++i) keys[i] = static_cast<uint32_t>(key_at(i));
-    for (int64_t i = n; i < padded; ++i) keys[i] = ~uint32_t{0};
-  }
-
-  // f.template operator()<padded>(): the compares unrolled over a fixed number of vectors.
-  template <typename F>
-  auto with_padded_length(const F& f) const {
-    switch (padded) {
-      case 16: return f.template operator()<16>();
-      case 32: return f.template operator()<32>();
-      case 48: return f.template operator()<48>();
-      default: return f.template operator()<64>();
-    }
-  }
-
-  // The row's NaNs (float keys: all NaNs have the all-ones key of their width).
-  template <typename Bits>
-  NanScan nans() const {
-    return with_padded_length([&]<int kCount>() {
+// The short row's element of rank r: the one with r elements before it in (key, position) order,
+// i.e. r keys below its own or equal to it at an earlier position. equal_keys is counted.
+inline RankedElement short_row_rank(const ShortRowKeys& row, int64_t r) {
+  return row.with_padded_length([&]<int kCount>() -> RankedElement {
+    for (int64_t i = 0;; ++i) {  // ranks are a permutation of [0, n): some i has rank r
       uint64_t below, equal;
-      key_masks64<kCount>(keys, static_cast<Bits>(~Bits(0)), &below, &equal);
-      const uint64_t nan_bits = equal & in_row;
-      return NanScan{__builtin_popcountll(nan_bits), nan_bits == 0 ? -1 : __builtin_ctzll(nan_bits)};
-    });
-  }
-
-  // The element of rank r: the one with r elements before it in (key, position) order, i.e. r keys
-  // below its own or equal to it at an earlier position. equal_keys is counted.
-  RankedElement rank(int64_t r) const {
-    return with_padded_length([&]<int kCount>() -> RankedElement {
-      for (int64_t i = 0;; ++i) {  // ranks are a permutation of [0, n): some i has rank r
-        uint64_t below, equal;
-        key_masks64<kCount>(keys, keys[i], &below, &equal);
-        const uint64_t earlier = (uint64_t{1} << i) - 1;
-        if (__builtin_popcountll(below | (equal & earlier)) == r) {
-          return {keys[i], i, __builtin_popcountll(equal & in_row)};
-        }
+      key_masks64<kCount>(row.keys, row.keys[i], &below, &equal);
+      const uint64_t earlier = (uint64_t{1} << i) - 1;
+      if (__builtin_popcountll(below | (equal & earlier)) == r) {
+        return {row.keys[i], i, __builtin_popcountll(equal & row.in_row)};
       }
-    });
-  }
-};
+    }
+  });
+}
 
 template <typename Format>
 NanScan scan_nans(const Row<Format, false>& row) {
@@ -414,7 +378,7 @@ void select_row_typed(const SelectJob& job) {
       if (n <= kShortRowMaxLength) {
         ShortRowKeys keys;
         keys.load(n, key_at);
-        return decide([&keys] { return keys.template nans<Bits>(); }, [&keys](int64_t r) { return keys.rank(r); });
+        return decide([&keys] { return short_row_nans<Bits>(keys); }, [&keys](int64_t r) { return short_row_rank(keys, r); });
       }
     }
     decide([&row] { return scan_nans(row); },

@@ -14,6 +14,7 @@
 
 namespace kwker::sort_detail::avx512 {
 #include "sort/sort_row-inl.h"
+#include "sort/short_row-inl.h"
 #include "sort/topk_row-inl.h"
 #include "sort/select_row-inl.h"
 }  // namespace kwker::sort_detail::avx512

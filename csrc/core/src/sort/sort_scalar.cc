@@ -13,6 +13,7 @@
 
 namespace kwker::sort_detail::scalar {
 #include "sort/sort_row-inl.h"
+#include "sort/short_row-inl.h"
 #include "sort/topk_row-inl.h"
 #include "sort/select_row-inl.h"
 }  // namespace kwker::sort_detail::scalar
