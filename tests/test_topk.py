@@ -22,6 +22,7 @@ pytestmark = pytest.mark.usefixtures("native")
 TOPK_DTYPES = tuple(d for d in sortdata.DTYPES if d != torch.bool)
 MIN_ROW = 128  # rows at least this long (and 64 elements) are Kwker's own
 MIN_ROW_SMALL_K = 256  # for k <= 2: torch is as fast below this
+SHORT_ROWS = (4, 256)  # and rows this long of elements of up to 32 bits, sorted or k == 1
 dtype_params = pytest.mark.parametrize("dtype", TOPK_DTYPES, ids=[NAMES[d] for d in TOPK_DTYPES])
 
 
@@ -30,10 +31,12 @@ def ks_for(n: int) -> list[int]:
     return sorted({k for k in (0, 1, 2, 3, n // 64, n // 64 + 1, n // 8, n // 2, n - 1, n) if 0 <= k <= n})
 
 
-def expect_served(x: torch.Tensor, k: int, dim: int) -> bool:
+def expect_served(x: torch.Tensor, k: int, dim: int, sorted_: bool) -> bool:
     if x.dim() == 0 or not -x.dim() <= dim < x.dim():
         return False
     n = x.size(dim)
+    if SHORT_ROWS[0] <= n <= SHORT_ROWS[1] and x.element_size() <= 4 and (sorted_ or k == 1):
+        return 0 < k <= n and x.numel() >= 64
     if k <= 2 and n < MIN_ROW_SMALL_K:
         return False
     return 0 < k <= n and n >= MIN_ROW and x.numel() >= 64
@@ -43,7 +46,7 @@ def check_topk(x, k, dim=-1, *, largest=True, sorted_=True, context=""):
     both = run_both(lambda: torch.topk(x, k, dim=dim, largest=largest, sorted=sorted_))
     what = f"{context} topk(x{tuple(x.shape)} {x.dtype}, k={k}, dim={dim}, largest={largest}, sorted={sorted_})"
     assert_same(both, context=what)
-    if expect_served(x, k, dim):
+    if expect_served(x, k, dim, sorted_):
         assert both.served >= 1, f"{what}: Kwker did not serve (fallback reasons {both.reasons()})"
     return both
 
@@ -56,10 +59,10 @@ def check_all_variants(x, dim=-1, ks=None, context=""):
 
 
 @dtype_params
-@pytest.mark.parametrize("n", (128, 129, 640, 1000, 4097))
+@pytest.mark.parametrize("n", (4, 5, 8, 9, 17, 60, 64, 65, 127, 128, 129, 200, 256, 257, 640, 1000, 4097))
 def test_lengths_and_ks(isa, dtype, n):
     for dist in ("random", "few", "equal"):
-        x = sortdata.make(dtype, (3, n), dist, seed=n)
+        x = sortdata.make(dtype, (max(3, 128 // n), n), dist, seed=n)  # short rows: enough to be served
         check_all_variants(x, context=dist)
 
 
@@ -169,8 +172,8 @@ def test_threads_do_not_change_results(isa):
 def test_hypothesis(isa, data):
     dtype = data.draw(st.sampled_from(TOPK_DTYPES))
     dist = data.draw(st.sampled_from(sortdata.applicable(dtype)))
-    n = data.draw(st.integers(MIN_ROW, 3000))
-    rows = data.draw(st.integers(1, 4))
+    n = data.draw(st.one_of(st.integers(SHORT_ROWS[0], SHORT_ROWS[1]), st.integers(SHORT_ROWS[1] + 1, 3000)))
+    rows = data.draw(st.integers(1, 4) if n > 64 else st.integers(16, 40))
     x = sortdata.make(dtype, (rows, n), dist, seed=data.draw(st.integers(0, 2**16)))
     k = data.draw(st.integers(0, n))
     check_topk(x, k, largest=data.draw(st.booleans()), sorted_=data.draw(st.booleans()), context=dist)

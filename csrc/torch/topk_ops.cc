@@ -38,7 +38,7 @@ constexpr int64_t kMaxSmallK = 2;
 constexpr int64_t kMinSmallKRowLength = 256;
 constexpr int64_t kMaxRowLength = (int64_t{1} << 32) - 1;  // positions travel in 32 bits
 // Rows up to this long (keys of up to 32 bits, sorted output or k == 1) take the short-row path.
-constexpr int64_t kMaxShortRowLength = 64;
+constexpr int64_t kMaxShortRowLength = 256;
 constexpr int64_t kMinShortRowLength = 4;
 
 std::optional<Fallback> why_torch_selects(const Tensor& self, int64_t k, int64_t dim, bool sorted) {

@@ -17,7 +17,7 @@
 namespace kwker_test {
 namespace {
 
-constexpr int64_t kRowLengths[] = {1, 2, 3, 4, 5, 8, 16, 17, 63, 64, 65, 100, 128, 129, 191, 640, 1000, 4097};
+constexpr int64_t kRowLengths[] = {1, 2, 3, 4, 5, 8, 9, 16, 17, 63, 64, 65, 100, 128, 129, 191, 255, 256, 257, 640, 1000, 4097};
 
 std::vector<int64_t> ks_for(int64_t n) {
   std::vector<int64_t> ks = {0, 1, 2, 3, 4, n / 64, n / 64 + 1, n / 8, n / 2, n - 1, n};

@@ -375,7 +375,7 @@ void select_row_typed(const SelectJob& job) {
   };
   auto run = [&](const auto& key_at) {
     if constexpr (sizeof(Bits) <= 4) {
-      if (n <= kShortRowMaxLength) {
+      if (n <= kShortRowMaskLength) {
         ShortRowKeys keys;
         keys.load(n, key_at);
         return decide([&keys] { return short_row_nans<Bits>(keys); }, [&keys](int64_t r) { return short_row_rank(keys, r); });

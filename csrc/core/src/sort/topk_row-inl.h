@@ -185,8 +185,8 @@ void write_topk(const TopKJob& job, const Row<Format, kDescending>& row,
   }
 }
 
-// topk of a short row (kShortRowMaxLength) of keys of up to 32 bits, smallest keys first, taken one
-// at a time: the smallest remaining key, where it is, and that no other element has it. When each
+// topk of a short row (up to kShortRowMaxLength) of keys of up to 32 bits, smallest keys first, taken
+// one at a time: the smallest remaining key, where it is, and that no other element has it. When each
 // of the k taken is the only element with its key (and the k-th differs from the (k+1)-th), the k
 // elements and their order are every correct selection's answer, so torch's too; returns false,
 // having written nothing, when some key repeats (then the order among equal keys is torch's
@@ -198,10 +198,10 @@ bool topk_short_row_if_distinct(const TopKJob& job, const Row<Format, kDescendin
   int64_t taken[kShortRowMaxLength];
   for (int64_t j = 0; j < job.k; ++j) {
     const uint32_t smallest = keys.smallest();
-    const uint64_t at = keys.equal_to(smallest);
-    if (smallest == ~uint32_t{0} || __builtin_popcountll(at) != 1) return false;
-    taken[j] = __builtin_ctzll(at);
-    keys.keys[taken[j]] = ~uint32_t{0};
+    const auto [count, first] = keys.count_and_first_equal_to(smallest);
+    if (smallest == ~uint32_t{0} || count != 1) return false;
+    taken[j] = first;
+    keys.keys[first] = ~uint32_t{0};
   }
   Bits* values = static_cast<Bits*>(job.row.values);
   for (int64_t j = 0; j < job.k; ++j) {
