@@ -67,7 +67,8 @@ void mkl_sqrt_f64(int64_t n, const double* in, double* out) {
 // million bit patterns spread over all floats (every exponent, both signs, subnormals, zeros,
 // infinities, NaNs). False where the ISA has no copy.
 bool mkl_sqrt_copy_matches() {
-  static std::array<std::atomic<int>, 3> verdicts{-1, -1, -1};  // per kwker::Isa: -1 unknown, 0 differs, 1 matches
+  // Per kwker::Isa: -1 unknown, 0 differs, 1 matches.
+  static std::array<std::atomic<int>, static_cast<size_t>(kwker::Isa::kAvx512) + 1> verdicts{-1, -1, -1};
   std::atomic<int>& verdict = verdicts[static_cast<size_t>(kwker::active_isa())];
   if (const int v = verdict.load(); v >= 0) return v == 1;
   // Asked on every Adam step: without a copy, answer before building the check's million values.

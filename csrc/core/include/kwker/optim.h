@@ -37,8 +37,8 @@ struct AdamHyper {
 };
 
 // Kwker's in-register copy of MKL's single-precision vsSqrt (high accuracy) over an array, for checking
-// it against MKL: AVX-512, MKL's Intel AVX-512 path; AVX2, the SSE path MKL takes on other CPUs. Returns false,
-// writing nothing, where the active ISA has no such copy.
+// it against MKL: AVX-512, MKL's Intel AVX-512 path; AVX2, the SSE path MKL takes on other CPUs.
+// Returns false, writing nothing, where the active ISA has no such copy.
 bool mkl_sqrt_f32(int64_t n, const float* in, float* out);
 
 template <typename T>

@@ -206,8 +206,8 @@ struct NanScan {
 // The short row's NaNs (float keys: all NaNs have the all-ones key of their width).
 template <typename Bits>
 NanScan short_row_nans(const ShortRowKeys& row) {
-  const uint64_t nan_bits = row.equal_to(static_cast<Bits>(~Bits(0)));
-  return NanScan{__builtin_popcountll(nan_bits), nan_bits == 0 ? -1 : __builtin_ctzll(nan_bits)};
+  const KeyMatches nans = row.count_and_first_equal_to(static_cast<Bits>(~Bits(0)));
+  return NanScan{nans.count, nans.first};
 }
 
 // The short row's element of rank r: the one with r elements before it in (key, position) order,
@@ -378,7 +378,8 @@ void select_row_typed(const SelectJob& job) {
       if (n <= kShortRowMaskLength) {
         ShortRowKeys keys;
         keys.load(n, key_at);
-        return decide([&keys] { return short_row_nans<Bits>(keys); }, [&keys](int64_t r) { return short_row_rank(keys, r); });
+        return decide([&keys] { return short_row_nans<Bits>(keys); },
+                      [&keys](int64_t r) { return short_row_rank(keys, r); });
       }
     }
     decide([&row] { return scan_nans(row); },

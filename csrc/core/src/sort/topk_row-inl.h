@@ -198,10 +198,11 @@ bool topk_short_row_if_distinct(const TopKJob& job, const Row<Format, kDescendin
   int64_t taken[kShortRowMaxLength];
   for (int64_t j = 0; j < job.k; ++j) {
     const uint32_t smallest = keys.smallest();
-    const auto [count, first] = keys.count_and_first_equal_to(smallest);
-    if (smallest == ~uint32_t{0} || count != 1) return false;
-    taken[j] = first;
-    keys.keys[first] = ~uint32_t{0};
+    if (smallest == ~uint32_t{0}) return false;
+    const KeyMatches at = keys.count_and_first_equal_to(smallest);
+    if (at.count != 1) return false;
+    taken[j] = at.first;
+    keys.keys[at.first] = ~uint32_t{0};
   }
   Bits* values = static_cast<Bits*>(job.row.values);
   for (int64_t j = 0; j < job.k; ++j) {
