@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <random>
 #include <string>
@@ -273,6 +274,29 @@ TEST(Select, ColumnsOfAMatrix) {
           const std::vector<uint64_t> seven(data.begin(), data.begin() + n * 7);
           check_select(d, SelectRule::kKthValue, n / 4 + 1, seven, 7, 1, what + " 7 columns");
         }
+      }
+    }
+  });
+}
+
+// Rows whose evenly spaced sample misleads the bracket of long rows: the sampled elements (at j * n / s,
+// s as select_row-inl.h's sample_size) are the row's largest, so the bracket around the median of the
+// sample holds none of the middle ranks and Kwker must redo the pass keeping every element.
+TEST(Select, RowsWhoseSampleMisleads) {
+  for_each_isa([&](Isa) {
+    for (DType d : {DType::kFloat32, DType::kInt32, DType::kFloat64, DType::kInt64}) {
+      for (int64_t n : {int64_t{5000}, int64_t{100000}}) {
+        const double root = std::cbrt(static_cast<double>(n));
+        const auto s = static_cast<int64_t>(root * root / 2);
+        std::vector<bool> sampled(static_cast<size_t>(n), false);
+        for (int64_t j = 0; j < s; ++j) sampled[static_cast<size_t>(j * n / s)] = true;
+        std::vector<uint64_t> data(static_cast<size_t>(n));
+        int64_t small = 0, large = n - s;
+        for (int64_t i = 0; i < n; ++i) data[i] = value_of_rank(d, sampled[i] ? large++ : small++, n);
+        const std::string what = std::string(dtype_name(d)) + " n=" + std::to_string(n) + " misleading sample";
+        check_select(d, SelectRule::kMedian, 0, data, 1, 1, what);
+        check_select(d, SelectRule::kNanMedian, 0, data, 1, 1, what);
+        check_select(d, SelectRule::kKthValue, n / 3, data, 1, 1, what);
       }
     }
   });

@@ -5,14 +5,15 @@
 // (sort_keys.h: torch's comparisons), positions breaking ties. That element is found without
 // sorting:
 //  - Long rows: an evenly spaced sample of s keys gives two keys that bracket rank r with high
-//    probability; one pass keeps the (key, position) of every element between them, in row order, and
-//    counts those below. If the bracket missed, the pass is redone keeping everything.
-//  - Keys of up to 32 bits travel packed with their position (key << 32 | position): distinct
-//    integers whose order is (key, position) order, so the packed candidate of rank r (found by a
-//    quickselect with vector partitions, select_distinct) is the answer.
-//  - 64-bit keys travel as (key, position) pairs: an nth_element by key gives the key K of rank r;
-//    the candidates below rank r with key K say how many elements with key K come before the answer
-//    in (key, position) order; the answer is the element with key K at that place in row order.
+//    probability; one pass keeps every element between them, in row order, and counts those below.
+//    If the bracket missed, the pass is redone keeping everything.
+//  - Keys of up to 32 bits (short rows of up to 64: short_row-inl.h): the pass stores the bare keys
+//    with vector compares (keep_between) and their positions, and counts the NaNs on the way; a
+//    vector quickselect on the kept keys (select_keys-inl.h) gives the key K of rank r with how many
+//    kept keys lie below it, which says how many elements with key K precede the answer in
+//    (key, position) order: the answer is the element with key K at that place in row order.
+//  - 64-bit keys travel as (key, position) pairs: an nth_element by key gives K, and the same count
+//    of equal keys before the answer picks it.
 // Which element torch picks, and why the above is it:
 //  - median: a total order (value, then index), so the element of rank (n - 1) / 2 is unique; a NaN
 //    row gives its first NaN.
@@ -20,8 +21,8 @@
 //    leaves at the front of equal elements: replayed (introsort-inl.h).
 //  - kthvalue: torch's quickselect has no tie-break. When K is the key of one element only, every
 //    correct selection returns that element; otherwise torch's quickselect is replayed step for step.
-// Cost: about two passes over the row (one for the NaN count of median / nanmedian) plus O(s + n /
-// sqrt(s)) for the sample and candidates.
+// Cost: one pass over the row (two for 64-bit keys: one for the NaN count of median / nanmedian)
+// plus O(s + n / sqrt(s)) for the sample and candidates.
 
 // Rows shorter than this keep every element as a candidate: the sample costs more than it saves.
 inline constexpr int64_t kSampledMinLength = 2048;
@@ -29,7 +30,7 @@ inline constexpr int64_t kSampledMinLength = 2048;
 struct RankedElement {
   uint64_t key;
   int64_t position;
-  int64_t equal_keys;  // elements of the row with this key (see rank_select for when it is counted)
+  int64_t equal_keys;  // elements of the row with this key
 };
 
 // The element of rank r (0-based, in (key, position) order) among `count` (key, position)
@@ -55,71 +56,6 @@ inline RankedElement rank_among(WideElement* c, int64_t count, int64_t r, uint64
   return {key, static_cast<int64_t>(scratch[before]), equal};
 }
 
-// The element of rank r of n distinct integers (no replay: any correct selection gives the same
-// element). Quickselect that partitions out of place with vector compares (partition_below), a and
-// `scratch` (2n + 16 elements each) taking turns as source and destination; the pivot is the median
-// of three, so each round removes at least one element. Short ranges finish in place: a quickselect
-// whose partition (Lomuto's, swapping unconditionally) has no data-dependent branch, then a sorting
-// leaf.
-inline uint64_t select_distinct(uint64_t* a, int64_t n, int64_t r, uint64_t* scratch) {
-  using ByValue = PackedOps<PackedOrder::kByElement>;
-  constexpr int64_t kOutOfPlaceMinLength = 256;
-  uint64_t* src = a;
-  uint64_t* dst = scratch;
-  while (n > kOutOfPlaceMinLength) {
-    const uint64_t x = src[0], y = src[n / 2], z = src[n - 1];
-    const uint64_t pivot = std::max(std::min(x, y), std::min(std::max(x, y), z));
-    const int64_t below = partition_below(src, n, pivot, dst, dst + n + 8);
-    uint64_t* const next_dst = src == a ? a : scratch;
-    if (r < below) {
-      src = dst;
-      n = below;
-    } else {
-      src = dst + (n + 8);
-      r -= below;
-      n -= below;
-    }
-    dst = next_dst;
-  }
-  int rounds = 2 * introsort_depth_limit(n);
-  int64_t lo = 0, hi = n;  // src[r] lies in [lo, hi)
-  while (hi - lo > kIntrosortThreshold) {
-    if (rounds-- == 0) {  // unlucky pivots: the introselect's worst case bound instead
-      libstdcxx_nth_element<ByValue>(src + lo, src + r, src + hi);
-      return src[r];
-    }
-    uint64_t* first = src + lo;
-    const int64_t len = hi - lo;
-    move_median_to_first<ByValue>(first + len - 1, first, first + len / 2, first + len - 2);
-    const uint64_t pivot = first[len - 1];
-    int64_t below = 0;
-    for (int64_t i = 0; i < len - 1; ++i) {
-      const uint64_t v = first[i];
-      first[i] = first[below];
-      first[below] = v;
-      below += v < pivot;
-    }
-    swap_values(first[below], first[len - 1]);  // the pivot at its rank
-    const int64_t at = lo + below;
-    if (at == r) return src[r];
-    if (at < r) {
-      lo = at + 1;
-    } else {
-      hi = at;
-    }
-  }
-  ByValue::sort_leaf(src + lo, src + hi);
-  return src[r];
-}
-
-// The same for keys of up to 32 bits, packed (key << 32 | position): unique integers whose order is
-// (key, position) order, so the packed element of rank r is the answer.
-// `scratch` as for select_distinct; the candidates are left overwritten. equal_keys is not counted.
-inline RankedElement rank_among(uint64_t* c, int64_t count, int64_t r, uint64_t* scratch) {
-  const uint64_t e = select_distinct(c, count, r, scratch);
-  return {e >> 32, static_cast<int64_t>(e & kLowHalf), 0};
-}
-
 // Sample size for a row of n: about n^(2/3) / 2, which balances selecting in the sample against
 // selecting among the n / sqrt(s) candidates the bracket keeps.
 inline int64_t sample_size(int64_t n) {
@@ -128,73 +64,137 @@ inline int64_t sample_size(int64_t n) {
   return s < 64 ? 64 : s > 65536 ? 65536 : s;
 }
 
-// Keys [lo, hi] that likely hold rank r of the row's n keys: sample ranks 2 sqrt(s) (four standard
-// deviations) either side of where rank r falls in an evenly spaced sample. Short rows: all keys.
-template <typename Bits, typename KeyAt>
-std::pair<Bits, Bits> bracket(int64_t n, int64_t r, const KeyAt& key_at, WideElement* sample) {
-  Bits lo = 0, hi = static_cast<Bits>(~Bits(0));
-  if (n < kSampledMinLength) return {lo, hi};
-  const int64_t s = sample_size(n);
-  // (key, sample index) pairs: by-key selection allows equal keys.
-  for (int64_t j = 0; j < s; ++j) sample[j] = {key_at(j * n / s), static_cast<uint64_t>(j)};
+// The keys [lo, hi] of a bracket around a rank; the whole key range for rows shorter than
+// kSampledMinLength.
+struct Bracket {
+  uint64_t lo, hi;
+};
+
+// Which ranks of an evenly spaced sample of s from a row of n bracket rank r of the row: 2 sqrt(s)
+// (four standard deviations) either side of where it falls. lo < 0 or hi >= s: open at that end.
+struct SampleRanks {
+  int64_t lo, hi;
+};
+
+inline SampleRanks bracket_ranks(int64_t n, int64_t s, int64_t r) {
   const int64_t spread = static_cast<int64_t>(2 * std::sqrt(static_cast<double>(s))) + 1;
-  const int64_t at = r * s / n, lo_rank = at - spread, hi_rank = at + spread;
-  if (hi_rank < s) {
-    libstdcxx_nth_element<WideOps>(sample, sample + hi_rank, sample + s);
-    hi = static_cast<Bits>(sample[hi_rank].key);
-  }
-  if (lo_rank >= 0) {
-    libstdcxx_nth_element<WideOps>(sample, sample + lo_rank, sample + std::min(s, hi_rank));
-    lo = static_cast<Bits>(sample[lo_rank].key);
-  }
-  return {lo, hi};
+  const int64_t at = r * s / n;
+  return {at - spread, at + spread};
 }
 
-// The element of rank r of the row's n keys; `key_at(i)` gives key i. Uses both work buffers.
-// equal_keys is counted for 64-bit keys always, for narrower ones only if `count_equal` (else 0).
+// A bracket for 64-bit keys: the sample as (key, sample index) pairs in `sample`, selected by key
+// (which allows equal keys).
 template <typename Bits, typename KeyAt>
-RankedElement rank_select(int64_t n, int64_t r, const KeyAt& key_at, const RowJob& job, bool count_equal) {
-  constexpr bool kPacked = sizeof(Bits) <= 4;
-  using Candidate = std::conditional_t<kPacked, uint64_t, WideElement>;
-  auto candidate = [](Bits key, int64_t i) {
-    if constexpr (kPacked) {
-      return Candidate{(uint64_t{key} << 32) | static_cast<uint64_t>(i)};
-    } else {
-      return Candidate{key, static_cast<uint64_t>(i)};
-    }
-  };
-  auto* c = reinterpret_cast<Candidate*>(job.buffer_a);
-  const auto [lo, hi] = bracket<Bits>(n, r, key_at, reinterpret_cast<WideElement*>(job.buffer_b));
+Bracket bracket_wide(int64_t n, int64_t r, const KeyAt& key_at, WideElement* sample) {
+  Bracket b{0, static_cast<Bits>(~Bits(0))};
+  if (n < kSampledMinLength) return b;
+  const int64_t s = sample_size(n);
+  for (int64_t j = 0; j < s; ++j) sample[j] = {key_at(j * n / s), static_cast<uint64_t>(j)};
+  const SampleRanks at = bracket_ranks(n, s, r);
+  if (at.hi < s) {
+    libstdcxx_nth_element<WideOps>(sample, sample + at.hi, sample + s);
+    b.hi = sample[at.hi].key;
+  }
+  if (at.lo >= 0) {
+    libstdcxx_nth_element<WideOps>(sample, sample + at.lo, sample + std::min(s, at.hi));
+    b.lo = sample[at.lo].key;
+  }
+  return b;
+}
+
+// The element of rank r of the row's n 64-bit keys; `key_at(i)` gives key i. Uses both work buffers.
+template <typename Bits, typename KeyAt>
+RankedElement rank_select_wide(int64_t n, int64_t r, const KeyAt& key_at, const RowJob& job) {
+  auto* c = reinterpret_cast<WideElement*>(job.buffer_a);
+  const Bracket b = bracket_wide<Bits>(n, r, key_at, reinterpret_cast<WideElement*>(job.buffer_b));
   // Kept without a branch per element: whether one is kept is unpredictable.
-  const Bits width = static_cast<Bits>(hi - lo);
+  const auto lo = static_cast<Bits>(b.lo), width = static_cast<Bits>(b.hi - b.lo);
   int64_t count = 0, below = 0;
   for (int64_t i = 0; i < n; ++i) {
     const Bits key = key_at(i);
-    c[count] = candidate(key, i);
+    c[count] = WideElement{key, static_cast<uint64_t>(i)};
     count += static_cast<Bits>(key - lo) <= width;
     below += key < lo;
   }
   if (below > r || below + count <= r) {  // the bracket missed: keep everything
-    for (int64_t i = 0; i < n; ++i) c[i] = candidate(key_at(i), i);
+    for (int64_t i = 0; i < n; ++i) c[i] = WideElement{key_at(i), static_cast<uint64_t>(i)};
     count = n;
     below = 0;
   }
-  if constexpr (kPacked) {
-    // The selection overwrites the candidates; equal keys are counted on a copy of few candidates
-    // (kept in the half of buffer b the selection leaves alone), else on the row.
-    const bool copied = count_equal && 2 * count + 16 <= n;
-    uint64_t* copy = job.buffer_b + n;
-    if (copied) std::memcpy(copy, c, static_cast<size_t>(count) * sizeof(uint64_t));
-    RankedElement e = rank_among(c, count, r - below, job.buffer_b);
-    if (copied) {
-      for (int64_t j = 0; j < count; ++j) e.equal_keys += (copy[j] >> 32) == e.key;
-    } else if (count_equal) {
-      for (int64_t i = 0; i < n; ++i) e.equal_keys += key_at(i) == static_cast<Bits>(e.key);
+  return rank_among(c, count, r - below, job.buffer_b);
+}
+
+// Keys of up to 32 bits: the row's keys in a bracket, in row order, with their positions (nullptr:
+// candidate i is element i); how many keys are below the bracket; how many have the largest key of
+// their width (float formats: the NaNs).
+struct KeptKeys {
+  const uint32_t* keys;
+  const uint32_t* positions;
+  int64_t count, below, top_keys;
+
+  bool holds(int64_t r) const { return below <= r && r < below + count; }
+};
+
+// Keeps the row's keys in bracket b. The keys go to `out` (n + 16 uint32); with a bracket narrower
+// than all keys, their positions follow, and then a block of keys taken from the row at a time.
+template <typename Bits, typename KeyAt>
+KeptKeys keep_keys(int64_t n, const KeyAt& key_at, Bracket b, uint32_t* out) {
+  constexpr auto kTopKey = static_cast<uint32_t>(static_cast<Bits>(~Bits(0)));
+  if (b.lo == 0 && b.hi == kTopKey) {
+    int64_t top = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t k = key_at(i);
+      out[i] = k;
+      top += k == kTopKey;
     }
-    return e;
-  } else {
-    return rank_among(c, count, r - below, job.buffer_b);
+    return {out, nullptr, n, 0, top};
   }
+  constexpr int64_t kBlock = 512;
+  uint32_t* positions = out + n + 16;
+  uint32_t* block = positions + n + 16;
+  const auto lo = static_cast<uint32_t>(b.lo), width = static_cast<uint32_t>(b.hi - b.lo);
+  int64_t count = 0, below = 0, top = 0;
+  for (int64_t start = 0; start < n; start += kBlock) {
+    const int64_t length = std::min(kBlock, n - start);
+    for (int64_t j = 0; j < length; ++j) {
+      const uint32_t k = key_at(start + j);
+      block[j] = k;
+      below += k < lo;
+      top += k == kTopKey;
+    }
+    count += keep_between(block, length, lo, width, static_cast<uint32_t>(start), out + count, positions + count);
+  }
+  return {out, positions, count, below, top};
+}
+
+// The bracket of a row of n keys of up to 32 bits for the rank `rank_for(NaNs)` (the rank may depend
+// on how many NaNs the row holds, estimated from the sample's). `sample` holds s + 16 uint32,
+// `scratch` 4 s + 64.
+template <typename Bits, typename KeyAt, typename RankFor>
+Bracket bracket_keys(int64_t n, const KeyAt& key_at, const RankFor& rank_for, uint32_t* sample, uint32_t* scratch) {
+  constexpr auto kTopKey = static_cast<uint32_t>(static_cast<Bits>(~Bits(0)));
+  Bracket b{0, kTopKey};
+  if (n < kSampledMinLength) return b;
+  const int64_t s = sample_size(n);
+  int64_t top = 0;
+  for (int64_t j = 0; j < s; ++j) {
+    sample[j] = key_at(j * n / s);
+    top += sample[j] == kTopKey;
+  }
+  const SampleRanks at = bracket_ranks(n, s, rank_for(top * n / s));
+  if (at.hi < s) b.hi = select_key(sample, s, at.hi, scratch).key;
+  if (at.lo >= 0 && at.lo < s) b.lo = select_key(sample, s, at.lo, scratch).key;
+  return b;
+}
+
+// The element of rank r among the kept keys, which hold it (kept.holds(r)). `scratch` as for
+// select_key.
+inline RankedElement rank_among(const KeptKeys& kept, int64_t r, uint32_t* scratch) {
+  const KeyRank k = select_key(kept.keys, kept.count, r - kept.below, scratch);
+  // Every key equal to the answer's is kept; the answer is the one of them whose place in row order
+  // is its rank's excess over the keys below it.
+  const int64_t at = find_equal(kept.keys, kept.count, k.key, r - kept.below - k.less);
+  return {k.key, kept.positions == nullptr ? at : static_cast<int64_t>(kept.positions[at]), k.equal};
 }
 
 // The row's NaNs: how many, and where the first is (-1: none). Float formats only.
@@ -382,8 +382,33 @@ void select_row_typed(const SelectJob& job) {
                       [&keys](int64_t r) { return short_row_rank(keys, r); });
       }
     }
-    decide([&row] { return scan_nans(row); },
-           [&](int64_t r) { return rank_select<Bits>(n, r, key_at, job.row, job.rule == SelectRule::kKthValue); });
+    if constexpr (sizeof(Bits) <= 4) {
+      // One pass over the row keeps the keys in a bracket of the rank and counts its NaNs.
+      constexpr auto kTopKey = static_cast<uint32_t>(static_cast<Bits>(~Bits(0)));
+      auto* keys = reinterpret_cast<uint32_t*>(job.row.buffer_a);
+      auto* scratch = reinterpret_cast<uint32_t*>(job.row.buffer_b);
+      KeptKeys kept{};
+      bool passed = false;
+      auto pass = [&](const auto& rank_for) {
+        kept = keep_keys<Bits>(n, key_at, bracket_keys<Bits>(n, key_at, rank_for, keys, scratch), keys);
+        passed = true;
+      };
+      auto nans = [&] {
+        pass([&](int64_t count) { return job.rule == SelectRule::kNanMedian ? (n - count - 1) / 2 : (n - 1) / 2; });
+        NanScan scan{kept.top_keys, -1};
+        if (job.rule == SelectRule::kMedian && scan.count != 0) scan.first = scan_nans(row).first;
+        return scan;
+      };
+      auto rank = [&](int64_t r) {
+        if (!passed) pass([r](int64_t) { return r; });
+        if (!kept.holds(r)) kept = keep_keys<Bits>(n, key_at, Bracket{0, kTopKey}, keys);  // the bracket missed
+        return rank_among(kept, r, scratch);
+      };
+      decide(nans, rank);
+    } else {
+      decide([&row] { return scan_nans(row); },
+             [&](int64_t r) { return rank_select_wide<Bits>(n, r, key_at, job.row); });
+    }
   };
   if (job.row.input_stride == 1) {
     const Bits* in = static_cast<const Bits*>(job.row.input);

@@ -11,9 +11,14 @@
 //                          order (ascending: !(v[i] > t), descending: !(v[i] < t)); so a NaN on
 //                          either side sets it. topk's heap offers only these elements.
 // swap_block_with_reversed64(a, b): swaps a[i] with b[63 - i] for i in [0, 64); a and b are disjoint.
-// partition_below(in, n, pivot, below, above): copies the elements of in[0..n) less than `pivot` to
-//                          below[0..) and the others to above[0..), each in their order; returns how
-//                          many are below. May write up to 7 elements past the end of either part.
+// partition_below(in, n, pivot, below, above): copies the elements (uint64 or uint32) of in[0..n) less
+//                          than `pivot` to below[0..) and the others to above[0..), each in their
+//                          order; returns how many are below. May write up to 15 elements past the end
+//                          of either part.
+// keep_between(keys, n, lo, width, first, kept, positions): appends the uint32 keys[i] with
+//                          key - lo <= width (unsigned) to kept[0..), in order, and their positions
+//                          first + i to positions[0..); returns how many. May write up to 15 elements
+//                          past the end of either.
 // key_masks64<kCount>(keys, x, below, equal): bit j of *below (*equal) set iff keys[j] < x (== x), for
 //                          j < kCount, a multiple of 16 up to 64; short rows of select rank by it.
 // stable_sort_leaf<kByWholeElement>(a, n): sorts a[0..n), n <= 16, by key (the high half) keeping
@@ -22,18 +27,30 @@
 
 enum class Stops { kNotBelow, kNotAbove };
 
-// partition_below's element loop, from element i with nb / na already placed: both stores always
-// happen, so there is no branch on the data. Every ISA's tail, and the scalar variant.
-inline int64_t partition_below_from(const uint64_t* in, int64_t i, int64_t n, uint64_t pivot, uint64_t* below,
-                                    int64_t nb, uint64_t* above, int64_t na) {
+// partition_below's and keep_between's element loops, from element i with the first counts already
+// placed: the stores always happen, so there is no branch on the data. Every ISA's tail, and the
+// scalar variant.
+template <typename E>
+inline int64_t partition_below_from(const E* in, int64_t i, int64_t n, E pivot, E* below, int64_t nb, E* above,
+                                    int64_t na) {
   for (; i < n; ++i) {
-    const uint64_t x = in[i];
+    const E x = in[i];
     below[nb] = x;
     above[na] = x;
     nb += x < pivot;
     na += !(x < pivot);
   }
   return nb;
+}
+
+inline int64_t keep_between_from(const uint32_t* keys, int64_t i, int64_t n, uint32_t lo, uint32_t width,
+                                 uint32_t first, uint32_t* kept, uint32_t* positions, int64_t count) {
+  for (; i < n; ++i) {
+    kept[count] = keys[i];
+    positions[count] = first + static_cast<uint32_t>(i);
+    count += static_cast<uint32_t>(keys[i] - lo) <= width;
+  }
+  return count;
 }
 #if defined(KWKER_ISA_AVX512)
 
@@ -105,6 +122,38 @@ inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, ui
     na += 8 - c;
   }
   return partition_below_from(in, i, n, pivot, below, nb, above, na);
+}
+
+inline int64_t partition_below(const uint32_t* in, int64_t n, uint32_t pivot, uint32_t* below, uint32_t* above) {
+  const __m512i p = _mm512_set1_epi32(static_cast<int>(pivot));
+  int64_t nb = 0, na = 0, i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i v = _mm512_loadu_si512(in + i);
+    const __mmask16 m = _mm512_cmplt_epu32_mask(v, p);
+    _mm512_storeu_si512(below + nb, _mm512_maskz_compress_epi32(m, v));
+    _mm512_storeu_si512(above + na, _mm512_maskz_compress_epi32(static_cast<__mmask16>(~m), v));
+    const int c = __builtin_popcount(m);
+    nb += c;
+    na += 16 - c;
+  }
+  return partition_below_from(in, i, n, pivot, below, nb, above, na);
+}
+
+inline int64_t keep_between(const uint32_t* keys, int64_t n, uint32_t lo, uint32_t width, uint32_t first,
+                            uint32_t* kept, uint32_t* positions) {
+  const __m512i low = _mm512_set1_epi32(static_cast<int>(lo)), w = _mm512_set1_epi32(static_cast<int>(width));
+  __m512i at = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(first)),
+                                _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+  int64_t count = 0, i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i v = _mm512_loadu_si512(keys + i);
+    const __mmask16 m = _mm512_cmple_epu32_mask(_mm512_sub_epi32(v, low), w);
+    _mm512_storeu_si512(kept + count, _mm512_maskz_compress_epi32(m, v));
+    _mm512_storeu_si512(positions + count, _mm512_maskz_compress_epi32(m, at));
+    count += __builtin_popcount(m);
+    at = _mm512_add_epi32(at, _mm512_set1_epi32(16));
+  }
+  return keep_between_from(keys, i, n, lo, width, first, kept, positions, count);
 }
 
 // Ranks by counting: a bitonic network over the 16 lanes measured slower (10 dependent layers).
@@ -255,6 +304,64 @@ inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, ui
   return partition_below_from(in, i, n, pivot, below, nb, above, na);
 }
 
+// For each 8-bit mask, the lanes set in it, first to last, as 4-bit fields: the permutation that
+// moves those 32-bit lanes to the front (1 KiB, where a table of whole vectors takes 8).
+struct CompressTable32 {
+  uint32_t lanes[256];
+  constexpr CompressTable32() : lanes{} {
+    for (int m = 0; m < 256; ++m) {
+      int k = 0;
+      for (int lane = 0; lane < 8; ++lane) {
+        if (m & (1 << lane)) lanes[m] |= static_cast<uint32_t>(lane) << (4 * k++);
+      }
+    }
+  }
+};
+inline constexpr CompressTable32 kCompress32{};
+
+inline __m256i compress_lanes32(int m) {
+  const __m256i fields = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(kCompress32.lanes[m])),
+                                           _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+  return _mm256_and_si256(fields, _mm256_set1_epi32(7));
+}
+
+inline int64_t partition_below(const uint32_t* in, int64_t n, uint32_t pivot, uint32_t* below, uint32_t* above) {
+  // Signed compares only: flipping the top bit of both sides orders them unsigned.
+  const __m256i flip = _mm256_set1_epi32(INT32_MIN);
+  const __m256i p = _mm256_xor_si256(_mm256_set1_epi32(static_cast<int>(pivot)), flip);
+  int64_t nb = 0, na = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
+    const int m = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(p, _mm256_xor_si256(v, flip))));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(below + nb), _mm256_permutevar8x32_epi32(v, compress_lanes32(m)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(above + na),
+                        _mm256_permutevar8x32_epi32(v, compress_lanes32(~m & 0xFF)));
+    const int c = __builtin_popcount(static_cast<unsigned>(m));
+    nb += c;
+    na += 8 - c;
+  }
+  return partition_below_from(in, i, n, pivot, below, nb, above, na);
+}
+
+inline int64_t keep_between(const uint32_t* keys, int64_t n, uint32_t lo, uint32_t width, uint32_t first,
+                            uint32_t* kept, uint32_t* positions) {
+  const __m256i flip = _mm256_set1_epi32(INT32_MIN), low = _mm256_set1_epi32(static_cast<int>(lo));
+  const __m256i w = _mm256_xor_si256(_mm256_set1_epi32(static_cast<int>(width)), flip);
+  __m256i at = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  int64_t count = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + i));
+    const __m256i outside = _mm256_cmpgt_epi32(_mm256_xor_si256(_mm256_sub_epi32(v, low), flip), w);
+    const int m = ~_mm256_movemask_ps(_mm256_castsi256_ps(outside)) & 0xFF;
+    const __m256i lanes = compress_lanes32(m);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(kept + count), _mm256_permutevar8x32_epi32(v, lanes));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(positions + count), _mm256_permutevar8x32_epi32(at, lanes));
+    count += __builtin_popcount(static_cast<unsigned>(m));
+    at = _mm256_add_epi32(at, _mm256_set1_epi32(8));
+  }
+  return keep_between_from(keys, i, n, lo, width, first, kept, positions, count);
+}
+
 template <int kCount>
 inline void key_masks64(const uint32_t* keys, uint32_t x, uint64_t* below, uint64_t* equal) {
   // Signed compares only: flipping the top bit of both sides orders them unsigned.
@@ -313,8 +420,14 @@ inline void swap_block_with_reversed64(uint64_t* a, uint64_t* b) {
   for (int i = 0; i < 64; ++i) swap_values(a[i], b[63 - i]);
 }
 
-inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, uint64_t* below, uint64_t* above) {
+template <typename E>
+inline int64_t partition_below(const E* in, int64_t n, E pivot, E* below, E* above) {
   return partition_below_from(in, 0, n, pivot, below, 0, above, 0);
+}
+
+inline int64_t keep_between(const uint32_t* keys, int64_t n, uint32_t lo, uint32_t width, uint32_t first,
+                            uint32_t* kept, uint32_t* positions) {
+  return keep_between_from(keys, 0, n, lo, width, first, kept, positions, 0);
 }
 
 template <int kCount>

@@ -1,5 +1,5 @@
 // The sort, topk and select compiled for scalar: see sort_row-inl.h, topk_row-inl.h and
-// select_row-inl.h (algorithms) and simd-inl.h (the ISA-specific part).
+// select_row-inl.h, select_keys-inl.h (algorithms) and simd-inl.h (the ISA-specific part).
 #define KWKER_ISA_SCALAR 1
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 namespace kwker::sort_detail::scalar {
 #include "sort/sort_row-inl.h"
 #include "sort/short_row-inl.h"
+#include "sort/select_keys-inl.h"
 #include "sort/topk_row-inl.h"
 #include "sort/select_row-inl.h"
 }  // namespace kwker::sort_detail::scalar
