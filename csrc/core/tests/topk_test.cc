@@ -6,6 +6,8 @@
 // runs once per ISA the CPU supports; outputs sit between canaries.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <random>
 #include <string>
 #include <tuple>
@@ -207,6 +209,32 @@ TEST(TopK, LongRowsOfTiesAndVocabularies) {
             check_topk(d, data, k, largest, true, 1, 1,
                        std::string(dtype_name(d)) + " vocabulary " + dist_name(dist) + " k=" + std::to_string(k));
           }
+        }
+      }
+    }
+  });
+}
+
+// Rows whose sample misleads topk's threshold: the sampled runs (16 consecutive keys from j * (n - 16)
+// / runs, runs = select_keys-inl.h's sample_size(n) / 16) hold the row's smallest keys, so the
+// threshold keeps fewer than k + 1 keys and Kwker must fall back to libstdc++'s moves.
+TEST(TopK, RowsWhoseSampleMisleads) {
+  for_each_isa([&](Isa) {
+    for (DType d : {DType::kFloat32, DType::kInt32}) {
+      for (int64_t n : {int64_t{1000}, int64_t{32000}}) {
+        const double root = std::cbrt(static_cast<double>(n));
+        const int64_t runs = static_cast<int64_t>(root * root / 2) / 16;
+        std::vector<bool> sampled(static_cast<size_t>(n), false);
+        for (int64_t j = 0; j < runs; ++j) {
+          for (int64_t i = 0; i < 16; ++i) sampled[static_cast<size_t>(j * (n - 16) / runs + i)] = true;
+        }
+        const int64_t in_sample = std::count(sampled.begin(), sampled.end(), true);
+        std::vector<uint64_t> data(static_cast<size_t>(n));
+        int64_t small = 0, large = in_sample;
+        for (int64_t i = 0; i < n; ++i) data[i] = value_of_rank(d, sampled[i] ? small++ : large++, n);
+        for (int64_t k : {int64_t{10}, n / 64}) {
+          check_topk(d, data, k, false, true, 1, 1, std::string(dtype_name(d)) + " misleading sample n=" +
+                                                       std::to_string(n) + " k=" + std::to_string(k));
         }
       }
     }

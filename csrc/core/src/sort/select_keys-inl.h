@@ -1,8 +1,10 @@
-// The key of a rank among keys of up to 32 bits (select's rows, and the samples that bracket them),
-// compiled once per ISA (included inside namespace kwker::sort_detail::<isa>, after simd-inl.h and
-// introsort-inl.h).
+// Keys of up to 32 bits, bare: the key of a rank among them, a sample of a row's keys, and the keys
+// of a row in a bracket (select's rows and topk's long rows), compiled once per ISA (included inside
+// namespace kwker::sort_detail::<isa>, after simd-inl.h and introsort-inl.h).
 //
-// Algorithm: a quickselect on the bare keys, eight (AVX2) or sixteen (AVX-512) to a vector. Each
+// keep_keys: one pass stores the bracketed keys and their positions in row order with vector
+// compares and compress (keep_between), a block of keys taken from the row at a time.
+// select_key: a quickselect on the bare keys, eight (AVX2) or sixteen (AVX-512) to a vector. Each
 // round copies the range out of place into the keys below a pivot and the others (partition_below),
 // and goes on in the part that holds the rank; ranges of kKeyLeafLength or fewer are ranked by
 // counting (key_masks64). Equal keys never straddle a cut (a pivot sends all its equals one way), so
@@ -13,7 +15,7 @@
 // rest goes to libstdc++'s introselect, O(n log n) at worst.
 // Exact by construction: the answer is a key of the input, at the asked rank of the multiset.
 
-inline constexpr int64_t kKeyLeafLength = 32;
+inline constexpr int64_t kKeyLeafLength = 16;
 
 // A key of some rank, with how many keys of the set are below it and how many equal it.
 struct KeyRank {
@@ -25,8 +27,8 @@ struct KeyRank {
 // Ranks keys[0..n), n <= kKeyLeafLength, by counting: the key with `r` in [less, less + equal).
 inline KeyRank rank_in_leaf(const uint32_t* keys, int64_t n, int64_t r) {
   alignas(64) uint32_t padded[kKeyLeafLength];
-  for (int64_t i = 0; i < n; ++i) padded[i] = keys[i];
-  for (int64_t i = n; i < kKeyLeafLength; ++i) padded[i] = ~uint32_t{0};  // below no key
+  for (int64_t i = 0; i < kKeyLeafLength; ++i) padded[i] = ~uint32_t{0};  // below no key
+  std::memcpy(padded, keys, static_cast<size_t>(n) * sizeof(uint32_t));  // a loop here becomes rep movs
   const uint64_t in_set = (uint64_t{1} << n) - 1;
   for (int64_t i = 0;; ++i) {  // some key of the set holds rank r
     uint64_t below, equal;
@@ -104,4 +106,82 @@ inline int64_t find_equal(const uint32_t* keys, int64_t n, uint32_t key, int64_t
   for (int64_t i = start;; ++i) {
     if (keys[i] == key && j-- == 0) return i;
   }
+}
+
+// Sample size for a row of n: about n^(2/3) / 2, which balances selecting in the sample against
+// selecting among the n / sqrt(s) candidates a bracket from it keeps.
+inline int64_t sample_size(int64_t n) {
+  const double root = std::cbrt(static_cast<double>(n));
+  const auto s = static_cast<int64_t>(root * root / 2);
+  return s < 64 ? 64 : s > 65536 ? 65536 : s;
+}
+
+// An evenly spaced sample of the row's n keys: sample_size(n) of them (returned) into `sample`.
+template <typename KeyAt>
+int64_t sample_keys(int64_t n, const KeyAt& key_at, uint32_t* sample) {
+  const int64_t s = sample_size(n);
+  for (int64_t j = 0; j < s; ++j) sample[j] = static_cast<uint32_t>(key_at(j * n / s));
+  return s;
+}
+
+// The same number of keys in evenly spaced runs of kSampleRun consecutive keys: a cache line per run,
+// not per key, for rows read from memory.
+inline constexpr int64_t kSampleRun = 16;
+template <typename KeyAt>
+int64_t sample_key_runs(int64_t n, const KeyAt& key_at, uint32_t* sample) {
+  const int64_t runs = sample_size(n) / kSampleRun;
+  for (int64_t j = 0; j < runs; ++j) {
+    const int64_t start = j * (n - kSampleRun) / runs;
+    for (int64_t i = 0; i < kSampleRun; ++i) sample[j * kSampleRun + i] = static_cast<uint32_t>(key_at(start + i));
+  }
+  return runs * kSampleRun;
+}
+
+// The keys [lo, hi] of a bracket (around a rank, or below a threshold).
+struct Bracket {
+  uint64_t lo, hi;
+};
+
+// Keys of up to 32 bits: the row's keys in a bracket, in row order, with their positions (nullptr:
+// candidate i is element i); how many keys are below the bracket; how many have the largest key of
+// their width (float formats: the NaNs).
+struct KeptKeys {
+  const uint32_t* keys;
+  const uint32_t* positions;
+  int64_t count, below, top_keys;
+
+  bool holds(int64_t r) const { return below <= r && r < below + count; }
+};
+
+// Keeps the row's keys in bracket b: the keys to out[0, n + 16); with a bracket narrower than all
+// keys, their positions to the n + 16 after, then a block of keys taken from the row at a time, so
+// `out` holds 2 n + 560 uint32.
+template <typename Bits, typename KeyAt>
+KeptKeys keep_keys(int64_t n, const KeyAt& key_at, Bracket b, uint32_t* out) {
+  constexpr auto kTopKey = static_cast<uint32_t>(static_cast<Bits>(~Bits(0)));
+  if (b.lo == 0 && b.hi == kTopKey) {
+    int64_t top = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t k = key_at(i);
+      out[i] = k;
+      top += k == kTopKey;
+    }
+    return {out, nullptr, n, 0, top};
+  }
+  constexpr int64_t kBlock = 512;
+  uint32_t* positions = out + n + 16;
+  uint32_t* block = positions + n + 16;
+  const auto lo = static_cast<uint32_t>(b.lo), width = static_cast<uint32_t>(b.hi - b.lo);
+  int64_t count = 0, below = 0, top = 0;
+  for (int64_t start = 0; start < n; start += kBlock) {
+    const int64_t length = std::min(kBlock, n - start);
+    for (int64_t j = 0; j < length; ++j) {
+      const uint32_t k = key_at(start + j);
+      block[j] = k;
+      below += k < lo;
+      top += k == kTopKey;
+    }
+    count += keep_between(block, length, lo, width, static_cast<uint32_t>(start), out + count, positions + count);
+  }
+  return {out, positions, count, below, top};
 }

@@ -56,20 +56,6 @@ inline RankedElement rank_among(WideElement* c, int64_t count, int64_t r, uint64
   return {key, static_cast<int64_t>(scratch[before]), equal};
 }
 
-// Sample size for a row of n: about n^(2/3) / 2, which balances selecting in the sample against
-// selecting among the n / sqrt(s) candidates the bracket keeps.
-inline int64_t sample_size(int64_t n) {
-  const double root = std::cbrt(static_cast<double>(n));
-  const auto s = static_cast<int64_t>(root * root / 2);
-  return s < 64 ? 64 : s > 65536 ? 65536 : s;
-}
-
-// The keys [lo, hi] of a bracket around a rank; the whole key range for rows shorter than
-// kSampledMinLength.
-struct Bracket {
-  uint64_t lo, hi;
-};
-
 // Which ranks of an evenly spaced sample of s from a row of n bracket rank r of the row: 2 sqrt(s)
 // (four standard deviations) either side of where it falls. lo < 0 or hi >= s: open at that end.
 struct SampleRanks {
@@ -124,49 +110,6 @@ RankedElement rank_select_wide(int64_t n, int64_t r, const KeyAt& key_at, const 
   return rank_among(c, count, r - below, job.buffer_b);
 }
 
-// Keys of up to 32 bits: the row's keys in a bracket, in row order, with their positions (nullptr:
-// candidate i is element i); how many keys are below the bracket; how many have the largest key of
-// their width (float formats: the NaNs).
-struct KeptKeys {
-  const uint32_t* keys;
-  const uint32_t* positions;
-  int64_t count, below, top_keys;
-
-  bool holds(int64_t r) const { return below <= r && r < below + count; }
-};
-
-// Keeps the row's keys in bracket b. The keys go to `out` (n + 16 uint32); with a bracket narrower
-// than all keys, their positions follow, and then a block of keys taken from the row at a time.
-template <typename Bits, typename KeyAt>
-KeptKeys keep_keys(int64_t n, const KeyAt& key_at, Bracket b, uint32_t* out) {
-  constexpr auto kTopKey = static_cast<uint32_t>(static_cast<Bits>(~Bits(0)));
-  if (b.lo == 0 && b.hi == kTopKey) {
-    int64_t top = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const uint32_t k = key_at(i);
-      out[i] = k;
-      top += k == kTopKey;
-    }
-    return {out, nullptr, n, 0, top};
-  }
-  constexpr int64_t kBlock = 512;
-  uint32_t* positions = out + n + 16;
-  uint32_t* block = positions + n + 16;
-  const auto lo = static_cast<uint32_t>(b.lo), width = static_cast<uint32_t>(b.hi - b.lo);
-  int64_t count = 0, below = 0, top = 0;
-  for (int64_t start = 0; start < n; start += kBlock) {
-    const int64_t length = std::min(kBlock, n - start);
-    for (int64_t j = 0; j < length; ++j) {
-      const uint32_t k = key_at(start + j);
-      block[j] = k;
-      below += k < lo;
-      top += k == kTopKey;
-    }
-    count += keep_between(block, length, lo, width, static_cast<uint32_t>(start), out + count, positions + count);
-  }
-  return {out, positions, count, below, top};
-}
-
 // The bracket of a row of n keys of up to 32 bits for the rank `rank_for(NaNs)` (the rank may depend
 // on how many NaNs the row holds, estimated from the sample's). `sample` holds s + 16 uint32,
 // `scratch` 4 s + 64.
@@ -175,15 +118,12 @@ Bracket bracket_keys(int64_t n, const KeyAt& key_at, const RankFor& rank_for, ui
   constexpr auto kTopKey = static_cast<uint32_t>(static_cast<Bits>(~Bits(0)));
   Bracket b{0, kTopKey};
   if (n < kSampledMinLength) return b;
-  const int64_t s = sample_size(n);
+  const int64_t s = sample_keys(n, key_at, sample);
   int64_t top = 0;
-  for (int64_t j = 0; j < s; ++j) {
-    sample[j] = key_at(j * n / s);
-    top += sample[j] == kTopKey;
-  }
+  for (int64_t j = 0; j < s; ++j) top += sample[j] == kTopKey;
   const SampleRanks at = bracket_ranks(n, s, rank_for(top * n / s));
   if (at.hi < s) b.hi = select_key(sample, s, at.hi, scratch).key;
-  if (at.lo >= 0 && at.lo < s) b.lo = select_key(sample, s, at.lo, scratch).key;
+  if (at.lo >= 0) b.lo = select_key(sample, s, at.lo, scratch).key;
   return b;
 }
 

@@ -15,8 +15,9 @@
 //  - nth_element: the row's packed elements go through libstdc++'s introselect, then its introsort,
 //    replayed step for step (introsort-inl.h).
 //  - Either regime, when the k + 1 smallest keys are distinct (and sorted, for nth_element): the
-//    answer does not depend on the algorithm, and a threshold filter finds it (topk_if_distinct).
-//    Tried for keys wider than 16 bits only: 16-bit rows nearly always tie there.
+//    answer does not depend on the algorithm, and a threshold from a sample finds it
+//    (topk_by_threshold). Tried for 32-bit keys only: 16-bit rows nearly always tie there, and the
+//    bare-key selection it uses (select_keys-inl.h) takes keys of up to 32 bits.
 // Values are copied from the input by index, which is what torch's round trip through its
 // accumulate type leaves, except bfloat16 NaNs: that round trip makes every one of them 0x7FC0.
 
@@ -110,56 +111,61 @@ void topk_by_heap(int64_t n, int64_t k, const KeyAt& key_at, const BlockTest& ma
 
 // When the k + 1 smallest keys of a row are distinct, every correct selection returns the same
 // answer: the k smallest, in increasing order (which both of torch's regimes give when sorted). Kwker
-// looks for that case first, on rows long enough for it to pay: it keeps the elements whose key is
-// at most a threshold, a block of 64 keys tested at once, and lowers the threshold to the (k+1)-th
-// smallest candidate whenever the candidates fill their buffer. Returns false (then libstdc++'s
-// moves are replayed) when two of the k + 1 smallest keys are equal.
-// Tried only in the partial_sort regime with k >= kDistinctMinK and k * kDistinctMaxRatio >= n:
-// elsewhere the heap (whose blocks mostly skip) or the replayed introselect is faster (timed on
-// random float32 rows, AMD Zen 4, min of 15: k 1..8 of 512..128256 1.1-14x without the attempt,
-// 0.54-6.7x with it; k 16..32 of 4096..32000, nth_element's k 50..1000 likewise; k 50 of 4096,
-// 100 of 32000, 200 of 128256: 1.9-2.3x with it, 1.2-1.9x without).
-inline constexpr int64_t kDistinctMinK = 48;
-inline constexpr int64_t kDistinctMaxRatio = 1024;
-
-inline int64_t distinct_capacity(int64_t k) { return 2 * (k + 1) + 2 * kTopKBlock; }
-
-template <typename Format, typename KeyAt, typename BlockTest>
-bool topk_if_distinct(int64_t n, int64_t k, const KeyAt& key_at, const BlockTest& may_hold,
-                      WideElement* candidates) {
+// looks for that case first, for keys of up to 32 bits on rows longer than the short ones: the key
+// of a sample rank safely above where the (k+1)-th smallest falls is a threshold; one pass keeps
+// the keys at most that, with their positions (a block of 64 tested at once, as for the heap), and
+// a vector quickselect among them gives the (k+1)-th smallest key K. Exactly k kept keys below K, all
+// distinct, are the answer, sorted as (key, position) integers. Returns false, having written
+// nothing, when the threshold kept k or fewer keys (the sample misled) or two of the k + 1 smallest
+// keys are equal; then libstdc++'s moves are replayed.
+// The sample is taken in runs of consecutive keys (sample_key_runs): a row read from memory costs
+// a cache line per run. Compared with a heap whose threshold starts open (timed on the bench corpus,
+// AMD EPYC AVX2): k 50 of 32000 rows 5.1x -> 8-12x, k 16 of 2048 2.1x -> 3.8-4.3x, k 1000 of 1M
+// 4.7x -> 22x, k 10 of 20000 7.2x -> 8.4-9.0x.
+template <typename Format, bool kDescending, typename KeyAt, typename BlockTest>
+bool topk_by_threshold(const TopKJob& job, const Row<Format, kDescending>& row, const KeyAt& key_at,
+                       const BlockTest& may_hold) {
   using Bits = typename Format::Bits;
-  const int64_t capacity = distinct_capacity(k);
+  const int64_t n = job.row.n, k = job.k;
+  auto* keys = reinterpret_cast<uint32_t*>(job.row.buffer_a);
+  uint32_t* positions = keys + n + kTopKBlock;
+  auto* scratch = reinterpret_cast<uint32_t*>(job.row.buffer_b);
+  const int64_t s = sample_key_runs(n, key_at, keys);
+  // Sample elements expected below the (k+1)-th smallest, and a rank three standard deviations above.
+  const double expected = static_cast<double>(k + 1) * static_cast<double>(s) / static_cast<double>(n);
+  const auto rank = static_cast<int64_t>(expected + 3 * std::sqrt(expected) + 1);
+  if (rank >= s) return false;
+  const auto threshold = static_cast<Bits>(select_key(keys, s, rank, scratch).key);
   int64_t count = 0;
-  Bits threshold = static_cast<Bits>(~Bits(0));
-  // Keeps the candidates with keys <= the (k+1)-th smallest; false if ties keep too many.
-  auto shrink = [&] {
-    libstdcxx_nth_element<WideOps>(candidates, candidates + k, candidates + count);
-    threshold = static_cast<Bits>(candidates[k].key);
-    int64_t kept = k + 1;
-    for (int64_t i = k + 1; i < count; ++i) {
-      if (candidates[i].key <= threshold) candidates[kept++] = candidates[i];
-    }
-    count = kept;
-    return count + kTopKBlock <= capacity;
+  auto keep = [&](int64_t at) {
+    const Bits key = key_at(at);
+    keys[count] = key;
+    positions[count] = static_cast<uint32_t>(at);
+    count += key <= threshold;  // the block test may pass a few above it
   };
   int64_t i = 0;
-  for (; i < n; i += kTopKBlock) {
-    const int64_t m = std::min(kTopKBlock, n - i);
-    // Appended without a branch per element (the room for a block is kept free): which of the
-    // test's candidates pass is unpredictable early in the row.
-    for (uint64_t bits = m == kTopKBlock ? may_hold(i, threshold) : ~uint64_t{0} >> (kTopKBlock - m); bits != 0;
-         bits &= bits - 1) {
-      const int64_t at = i + __builtin_ctzll(bits);
-      const Bits key = key_at(at);
-      candidates[count] = {key, static_cast<uint64_t>(at)};
-      count += key <= threshold;
-    }
-    if (count + kTopKBlock > capacity && !shrink()) return false;
+  for (; i + kTopKBlock <= n; i += kTopKBlock) {
+    for (uint64_t m = may_hold(i, threshold); m != 0; m &= m - 1) keep(i + __builtin_ctzll(m));
   }
-  libstdcxx_nth_element<WideOps>(candidates, candidates + k, candidates + count);
-  libstdcxx_introsort<WideOps>(candidates, k + 1);
+  for (; i < n; ++i) keep(i);
+  if (count <= k) return false;
+  const KeyRank boundary = select_key(keys, count, k, scratch);
+  if (boundary.less != k) return false;
+  uint64_t* smallest = job.row.buffer_b;
+  int64_t m = 0;
+  for (int64_t j = 0; j < count; ++j) {
+    smallest[m] = (uint64_t{keys[j]} << 32) | positions[j];
+    m += keys[j] < boundary.key;
+  }
+  libstdcxx_introsort<PackedOps<PackedOrder::kByElement>>(smallest, k);
+  for (int64_t j = 1; j < k; ++j) {
+    if ((smallest[j - 1] >> 32) == (smallest[j] >> 32)) return false;
+  }
+  Bits* values = static_cast<Bits*>(job.row.values);
   for (int64_t j = 0; j < k; ++j) {
-    if (!(candidates[j].key < candidates[j + 1].key)) return false;
+    const auto position = static_cast<int64_t>(smallest[j] & kLowHalf);
+    job.row.indices[j * job.row.indices_stride] = position;
+    values[j * job.row.values_stride] = topk_value<Format>(row.input(position));
   }
   return true;
 }
@@ -234,21 +240,23 @@ void topk_row_typed(const TopKJob& job) {
   // 16-bit keys take at most 65536 values: among the k + 1 smallest of a row equal keys are the rule,
   // and the attempt only costs (timed: bfloat16 rows of 640..128256, 0.67x-0.95x with it, 1.1x-8x
   // without).
-  constexpr bool kTryDistinct = Format::key_bits > 16;
+  constexpr bool kTryDistinct = Format::key_bits == 32;
   auto* elements = reinterpret_cast<WideElement*>(job.row.buffer_a);
+  enum class Outcome { kWritten, kInElements, kNotYet };
   auto select = [&](const auto& key_at, const auto& may_hold) {
-    if (kTryDistinct && partial_sort && k >= kDistinctMinK && k * kDistinctMaxRatio >= n && distinct_capacity(k) <= n &&
-        topk_if_distinct<Format>(n, k, key_at, may_hold, elements)) {
-      return true;
+    if constexpr (kTryDistinct) {
+      if ((partial_sort || job.sorted) && n > kShortRowMaxLength && topk_by_threshold(job, row, key_at, may_hold)) {
+        return Outcome::kWritten;
+      }
     }
-    if (!partial_sort) return false;
+    if (!partial_sort) return Outcome::kNotYet;
     topk_by_heap<Format>(n, k, key_at, may_hold, elements);
-    return true;
+    return Outcome::kInElements;
   };
   auto select_by_keys = [&](const auto& key_at) {
     return select(key_at, KeysBlockTest<Format, std::decay_t<decltype(key_at)>>{key_at});
   };
-  bool selected;
+  Outcome selected;
   if (job.row.input_stride != 1) {
     selected = select_by_keys([&row](int64_t i) { return row.key(i); });
   } else {
@@ -261,7 +269,8 @@ void topk_row_typed(const TopKJob& job) {
       selected = select(key_at, ValuesBlockTest<Format, kDescending>{reinterpret_cast<const Value*>(in)});
     }
   }
-  if (selected) return write_topk<Format, kDescending, WideOps>(job, row, elements);
+  if (selected == Outcome::kWritten) return;
+  if (selected == Outcome::kInElements) return write_topk<Format, kDescending, WideOps>(job, row, elements);
   with_row_elements(row, [&]<typename Ops>(auto* a) {
     topk_by_selection<Ops>(a, n, k, job.sorted);
     write_topk<Format, kDescending, Ops>(job, row, a);
