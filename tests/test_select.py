@@ -128,8 +128,9 @@ def test_layouts_and_dims(isa, dtype, layout, dim):
 
 @pytest.mark.parametrize("dtype", (torch.float32, torch.int32, torch.float16, torch.uint8), ids=lambda d: NAMES[d])
 def test_short_rows_of_filters_and_columns(isa, dtype):
-    """Short rows (ranked by counting): median-filter patches from F.unfold (rows of 9 and 25, strided
-    by the image size), columns of 32 and 64 (along dim 0), ties and NaNs."""
+    """Short rows (a vector lane per row, or ranked by counting): median-filter patches from F.unfold
+    (rows of 9 and 25, strided by the image size), columns of 32 and 64 (along dim 0), sliding windows
+    of 31 (Tensor.unfold: overlapping rows), ties and NaNs."""
     gen = torch.Generator().manual_seed(21)
     image = (torch.rand(1, 1, 40, 40, generator=gen) * 8).floor()
     if dtype.is_floating_point:
@@ -140,6 +141,8 @@ def test_short_rows_of_filters_and_columns(isa, dtype):
     for rows in (32, 64):
         x = sortdata.make(dtype, (rows, 300), "few", seed=rows)
         check_all_ops(x, 0, ks=(1, rows // 2, rows), keepdims=(False,), context=f"columns of {rows}")
+    signal = image.flatten().to(dtype)
+    check_all_ops(signal.unfold(0, 31, 1), -1, ks=(1, 16, 31), keepdims=(False,), context="windows of 31")
 
 
 def test_feature_columns_and_channels_last(isa):

@@ -172,12 +172,15 @@ constexpr uint8_t kCanary = 0xA5;
 
 // Runs select_rows on `columns` rows of `data.size() / columns` elements each: row c holds data[i *
 // columns + c] (columns == 1: one contiguous row; more: the rows run along dim 0 of a row-major
-// matrix, the tiled path). Outputs are written `out_stride` apart between canaries. Compares every
+// matrix, the tiled path). With a window, the rows are instead the data's sliding windows of that
+// length (row c holds data[c + i], as unfold makes them). Outputs are written `out_stride` apart between canaries. Compares every
 // row with torch; returns whether all agree. A declined problem (select_rows false) must be one the
 // contract allows to decline, and must leave every output untouched.
 bool check_select(DType d, SelectRule rule, int64_t k, const std::vector<uint64_t>& data, int64_t columns,
-                  int64_t out_stride, const std::string& what) {
-  const int64_t n = static_cast<int64_t>(data.size()) / columns;
+                  int64_t out_stride, const std::string& what, int64_t window = 0) {
+  const int64_t n = window > 0 ? window : static_cast<int64_t>(data.size()) / columns;
+  const int64_t element_stride = window > 0 ? 1 : columns;
+  if (window > 0) columns = static_cast<int64_t>(data.size()) - window + 1;
   const size_t size = kwker::dtype_size(d);
   std::vector<uint8_t> input(data.size() * size);
   for (size_t i = 0; i < data.size(); ++i) store_element(d, input.data(), static_cast<int64_t>(i), data[i]);
@@ -192,13 +195,13 @@ bool check_select(DType d, SelectRule rule, int64_t k, const std::vector<uint64_
   p.k = k;
   p.row_length = n;
   p.outer_sizes = outer_sizes;
-  p.input = {input.data(), columns, input_strides};
+  p.input = {input.data(), element_stride, input_strides};
   p.values = {values.data(), 0, out_strides};
   p.indices = {indices.data(), 0, out_strides};
   const bool served = kwker::select_rows(p);
   if (!served) {
     std::vector<uint64_t> row0(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) row0[i] = data[i * columns];
+    for (int64_t i = 0; i < n; ++i) row0[i] = data[i * element_stride];
     if (rule != SelectRule::kKthValue || columns < 8 || !kth_is_tied(d, k, row0)) {
       ADD_FAILURE() << what << ": declined a problem select_rows must serve";
       return false;
@@ -206,7 +209,7 @@ bool check_select(DType d, SelectRule rule, int64_t k, const std::vector<uint64_
   }
   for (int64_t c = 0; c < columns && served; ++c) {
     std::vector<uint64_t> row(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) row[i] = data[i * columns + c];
+    for (int64_t i = 0; i < n; ++i) row[i] = data[i * element_stride + c];
     const int64_t expected = torch_select(d, rule, k, row);
     const int64_t got = indices[c * out_stride];
     if (got != expected) {
@@ -273,6 +276,39 @@ TEST(Select, ColumnsOfAMatrix) {
           // 7 rows are never declined: the tiled replay of tied rows runs.
           const std::vector<uint64_t> seven(data.begin(), data.begin() + n * 7);
           check_select(d, SelectRule::kKthValue, n / 4 + 1, seven, 7, 1, what + " 7 columns");
+        }
+      }
+    }
+  });
+}
+
+// Short rows along dim 0 of a matrix and sliding windows, selected a vector lane per row
+// (select_lanes): every dtype and distribution, lengths up to and past the lanes' limit (64), partial
+// groups of lanes (7, 37 columns), tied kthvalues and nanmedians of NaNs left to the row kernel.
+TEST(Select, ShortColumns) {
+  std::mt19937_64 rng(0x1A9E5);
+  for_each_isa([&](Isa) {
+    for (DType d : kSelectDTypes) {
+      Generator gen(d, rng);
+      int failures = 0;
+      for (int64_t n : {1, 2, 3, 4, 5, 9, 16, 17, 25, 31, 32, 33, 63, 64, 65}) {
+        for (Dist dist : dists_for(d)) {
+          for (int64_t columns : {7, 37}) {
+            const std::vector<uint64_t> data = gen.generate(dist, n * columns, SortOrder::kAscending);
+            const std::string what = std::string(dtype_name(d)) + " " + dist_name(dist) + " n=" + std::to_string(n) +
+                                     " columns=" + std::to_string(columns);
+            bool ok = check_select(d, SelectRule::kMedian, 0, data, columns, 2, what + " median");
+            ok &= check_select(d, SelectRule::kNanMedian, 0, data, columns, 1, what + " nanmedian");
+            for (int64_t k : {int64_t{1}, (n + 1) / 2, n}) {
+              ok &= check_select(d, SelectRule::kKthValue, k, data, columns, 1, what + " k=" + std::to_string(k));
+            }
+            if (columns == 7) {  // n * 7 - n + 1 windows
+              ok &= check_select(d, SelectRule::kMedian, 0, data, 1, 1, what + " windows median", n);
+              ok &= check_select(d, SelectRule::kNanMedian, 0, data, 1, 1, what + " windows nanmedian", n);
+              ok &= check_select(d, SelectRule::kKthValue, (n + 1) / 2, data, 1, 1, what + " windows kthvalue", n);
+            }
+            if (!ok && ++failures >= 10) FAIL() << "giving up after 10";
+          }
         }
       }
     }

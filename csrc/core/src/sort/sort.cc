@@ -30,18 +30,22 @@ struct RowKernels {
   bool (*declines)(const RowJob&);
   void (*topk_row)(const sort_detail::TopKJob&);
   void (*select_row)(const sort_detail::SelectJob&);
+  uint32_t (*select_lanes)(const sort_detail::SelectLanesJob&);
 };
 
 RowKernels row_kernels_for(Isa isa) {
   namespace sd = sort_detail;
   switch (isa) {
     case Isa::kAvx512:
-      return {&sd::avx512::sort_row, &sd::avx512::declines, &sd::avx512::topk_row, &sd::avx512::select_row};
+      return {&sd::avx512::sort_row, &sd::avx512::declines, &sd::avx512::topk_row, &sd::avx512::select_row,
+              &sd::avx512::select_lanes};
     case Isa::kAvx2:
-      return {&sd::avx2::sort_row, &sd::avx2::declines, &sd::avx2::topk_row, &sd::avx2::select_row};
+      return {&sd::avx2::sort_row, &sd::avx2::declines, &sd::avx2::topk_row, &sd::avx2::select_row,
+              &sd::avx2::select_lanes};
     case Isa::kScalar: break;
   }
-  return {&sd::scalar::sort_row, &sd::scalar::declines, &sd::scalar::topk_row, &sd::scalar::select_row};
+  return {&sd::scalar::sort_row, &sd::scalar::declines, &sd::scalar::topk_row, &sd::scalar::select_row,
+          &sd::scalar::select_lanes};
 }
 
 constexpr int kTileRows = 16;
@@ -280,6 +284,14 @@ void point_outputs(sort_detail::SelectJob& job, const SelectRowsProblem& p, int6
   job.row.indices = reinterpret_cast<int64_t*>(element_at(p.indices, sizeof(int64_t), indices_offset));
 }
 
+// Whether the rows go to select_lanes: short rows of keys up to 32 bits whose neighbours are adjacent
+// (columns of a matrix, unfolded patches, overlapping windows).
+bool in_lanes(const SelectRowsProblem& p) {
+  static_assert(kTileRows == sort_detail::kMaxLaneRows);
+  return p.row_length <= sort_detail::kMaxLaneRowLength && dtype_size(p.dtype) <= 4 &&
+         !p.outer_sizes.empty() && p.outer_sizes.back() > 1 && p.input.outer_strides.back() == 1;
+}
+
 }  // namespace
 
 bool select_rows(const SelectRowsProblem& p) {
@@ -305,12 +317,30 @@ bool select_rows(const SelectRowsProblem& p) {
     first = 1;
   }
   const int64_t grain = std::max<int64_t>(1, 32768 / n);
-  const bool in_tiles = tiled(p);
+  const bool in_tiles = tiled(p), lanes = in_lanes(p);
   parallel_for(first, rows, grain, [&](int64_t begin, int64_t end) {
     Workspace& ws = thread_workspace();
     ws.reserve(n);
     sort_detail::SelectJob job = select_job_for(p, ws);
     sort_detail::RowCursor<SelectRowsProblem> cursor(p, begin);
+    if (lanes) {
+      sort_detail::SelectLanesJob tile_job{job.row, p.rule, p.k, 0, p.values.data, nullptr,
+                                           static_cast<int64_t*>(p.indices.data), nullptr};
+      for (int64_t r = begin; r < end;) {
+        const TileRows tile = next_tile(cursor, r, end);
+        tile_job.row.input = element_at(p.input, element_size, tile.input[0]);
+        tile_job.rows = tile.count;
+        tile_job.values_offsets = tile.values;
+        tile_job.indices_offsets = tile.indices;
+        for (uint32_t left = kernels.select_lanes(tile_job); left != 0; left &= left - 1) {
+          const int t = __builtin_ctz(left);
+          job.row.input = element_at(p.input, element_size, tile.input[t]);
+          point_outputs(job, p, tile.values[t], tile.indices[t]);
+          kernels.select_row(job);
+        }
+      }
+      return;
+    }
     if (in_tiles) {
       ws.reserve_tile(n);
       job.row.input_stride = 1;

@@ -1,5 +1,5 @@
 // The sort, topk and select compiled for avx512: see sort_row-inl.h, topk_row-inl.h and
-// select_row-inl.h, select_keys-inl.h (algorithms) and simd-inl.h (the ISA-specific part).
+// select_row-inl.h, select_keys-inl.h, select_lanes-inl.h (algorithms) and simd-inl.h (the ISA-specific part).
 #define KWKER_ISA_AVX512 1
 
 #include <algorithm>
@@ -18,4 +18,5 @@ namespace kwker::sort_detail::avx512 {
 #include "sort/select_keys-inl.h"
 #include "sort/topk_row-inl.h"
 #include "sort/select_row-inl.h"
+#include "sort/select_lanes-inl.h"
 }  // namespace kwker::sort_detail::avx512

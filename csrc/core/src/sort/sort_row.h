@@ -52,26 +52,50 @@ struct SelectJob {
   bool* tied;  // kthvalue: if set and the k-th key is tied, set to true instead of any output
 };
 
+// Rows up to this long whose neighbours are adjacent in memory (a select along dim 0 of a
+// contiguous tensor, unfolded patches) are selected up to kMaxLaneRows at a time (select_lanes).
+inline constexpr int64_t kMaxLaneRowLength = 64;
+inline constexpr int kMaxLaneRows = 16;
+
+// Up to kMaxLaneRows rows of a select (kwker/select.h) with adjacent neighbours: `row` as for
+// SelectJob (values, indices and buffers unused), input pointing at row 0; row t's element j is at
+// input + t + j * input_stride (elements); its outputs at values + values_offsets[t] and indices +
+// indices_offsets[t]. Keys of up to 32 bits.
+struct SelectLanesJob {
+  RowJob row;
+  SelectRule rule;
+  int64_t k;
+  int rows;
+  void* values;
+  const int64_t* values_offsets;
+  int64_t* indices;
+  const int64_t* indices_offsets;
+};
+
 // sort_row sorts the job's row; declines says whether Kwker leaves a row like it to torch
 // (see kwker::sort_rows); topk_row selects (see kwker::topk_rows); select_row picks one element
-// (see kwker::select_rows).
+// (see kwker::select_rows); select_lanes picks one element of each row and returns a bit mask of the
+// rows (bit t: row t) it leaves to select_row.
 namespace scalar {
 void sort_row(const RowJob& job);
 bool declines(const RowJob& job);
 void topk_row(const TopKJob& job);
 void select_row(const SelectJob& job);
+uint32_t select_lanes(const SelectLanesJob& job);
 }  // namespace scalar
 namespace avx2 {
 void sort_row(const RowJob& job);
 bool declines(const RowJob& job);
 void topk_row(const TopKJob& job);
 void select_row(const SelectJob& job);
+uint32_t select_lanes(const SelectLanesJob& job);
 }  // namespace avx2
 namespace avx512 {
 void sort_row(const RowJob& job);
 bool declines(const RowJob& job);
 void topk_row(const TopKJob& job);
 void select_row(const SelectJob& job);
+uint32_t select_lanes(const SelectLanesJob& job);
 }  // namespace avx512
 
 }  // namespace kwker::sort_detail
