@@ -24,8 +24,16 @@ struct ShortRowKeys {
     n = length;
     padded = n <= 64 ? (n + 15) / 16 * 16 : (n + 63) / 64 * 64;
     in_row = n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
-    for (int64_t i = 0; i < n; ++i) keys[i] = static_cast<uint32_t>(key_at(i));
-    for (int64_t i = n; i < padded; ++i) keys[i] = ~uint32_t{0};
+    // Whole vectors where possible: the compares load the keys as vectors, and a vector load of keys
+    // stored one by one waits for them (no store forwarding).
+    const int64_t whole = n / 8 * 8;
+    for (int64_t i = 0; i < whole; i += 8) {
+      for (int l = 0; l < 8; ++l) keys[i + l] = static_cast<uint32_t>(key_at(i + l));
+    }
+    for (int64_t i = whole; i < padded; i += 8) {
+      for (int l = 0; l < 8; ++l) keys[i + l] = ~uint32_t{0};
+    }
+    for (int64_t i = whole; i < n; ++i) keys[i] = static_cast<uint32_t>(key_at(i));
   }
 
   // f.template operator()<padded>() for rows up to 64 long: the compares unrolled over a fixed
@@ -66,21 +74,29 @@ struct ShortRowKeys {
     return {count, first};
   }
 
-  // The smallest key (all ones for a row of all-ones keys).
-  uint32_t smallest() const {
-    if (n <= kShortRowMaskLength) return with_padded_length([&]<int kCount>() { return smallest_of<kCount>(keys); });
+  // The smallest key not below `least` (all ones if there is none).
+  uint32_t smallest_from(uint32_t least) const {
+    if (n <= kShortRowMaskLength) {
+      return with_padded_length([&]<int kCount>() { return smallest_of<kCount>(keys, least); });
+    }
     uint32_t m = ~uint32_t{0};
     for (int64_t chunk = 0; chunk < padded; chunk += 64) {
-      const uint32_t c = smallest_of<64>(keys + chunk);
+      const uint32_t c = smallest_of<64>(keys + chunk, least);
       m = c < m ? c : m;
     }
     return m;
   }
 
+  // Keys are shifted down by `least` (wrapping): those not below it come first, in order, so a plain
+  // minimum finds the answer (a select in the loop keeps GCC from vectorising it).
   template <int kCount>
-  static uint32_t smallest_of(const uint32_t* k) {
+  static uint32_t smallest_of(const uint32_t* k, uint32_t least) {
     uint32_t m = ~uint32_t{0};
-    for (int j = 0; j < kCount; ++j) m = k[j] < m ? k[j] : m;  // vectorised: fixed count
-    return m;
+    for (int j = 0; j < kCount; ++j) {  // vectorised: fixed count
+      const uint32_t shifted = k[j] - least;
+      m = shifted < m ? shifted : m;
+    }
+    const uint32_t key = m + least;  // below `least` (wrapped) when every key is below it
+    return key >= least ? key : ~uint32_t{0};
   }
 };

@@ -196,19 +196,20 @@ void write_topk(const TopKJob& job, const Row<Format, kDescending>& row,
 // of the k taken is the only element with its key (and the k-th differs from the (k+1)-th), the k
 // elements and their order are every correct selection's answer, so torch's too; returns false,
 // having written nothing, when some key repeats (then the order among equal keys is torch's
-// algorithm's) or reaches the all-ones key (taken elements are set to it). Only for outputs in key
+// algorithm's) or reaches the all-ones key (where smallest_from finds none). Only for outputs in key
 // order: sorted, or k == 1.
 template <typename Format, bool kDescending>
 bool topk_short_row_if_distinct(const TopKJob& job, const Row<Format, kDescending>& row, ShortRowKeys& keys) {
   using Bits = typename Format::Bits;
   int64_t taken[kShortRowMaxLength];
+  uint32_t least = 0;  // the keys are left as they are (no store for a vector load to wait on)
   for (int64_t j = 0; j < job.k; ++j) {
-    const uint32_t smallest = keys.smallest();
+    const uint32_t smallest = keys.smallest_from(least);
     if (smallest == ~uint32_t{0}) return false;
     const KeyMatches at = keys.count_and_first_equal_to(smallest);
     if (at.count != 1) return false;
     taken[j] = at.first;
-    keys.keys[at.first] = ~uint32_t{0};
+    least = smallest + 1;  // each taken key is its row's only one: the next is above it
   }
   Bits* values = static_cast<Bits*>(job.row.values);
   for (int64_t j = 0; j < job.k; ++j) {
