@@ -110,6 +110,24 @@ void point_at_row(RowJob& job, const SortRowsProblem& p, const RowCursor& cursor
 template <typename T>
 void copy_tile(bool into_tile, T* tile, T* tensor, const int64_t* offsets, int rows, int64_t n,
                int64_t stride) {
+  bool adjacent = true;
+  for (int t = 1; t < rows; ++t) adjacent &= offsets[t] == offsets[0] + t;
+  if (into_tile && adjacent && rows == kTileRows) {
+    // Blocks of kTileRows x kBlock elements: the block's cache lines stay in L1 while each tile row
+    // takes kBlock consecutive elements (stores in order, no offset per element).
+    constexpr int64_t kBlock = 16;
+    const T* first = tensor + offsets[0];
+    int64_t j = 0;
+    for (; j + kBlock <= n; j += kBlock) {
+      for (int t = 0; t < kTileRows; ++t) {
+        for (int64_t b = 0; b < kBlock; ++b) tile[t * n + j + b] = first[(j + b) * stride + t];
+      }
+    }
+    for (; j < n; ++j) {
+      for (int t = 0; t < kTileRows; ++t) tile[t * n + j] = first[j * stride + t];
+    }
+    return;
+  }
   for (int64_t j = 0; j < n; ++j) {
     for (int t = 0; t < rows; ++t) {
       T& element = tensor[offsets[t] + j * stride];
