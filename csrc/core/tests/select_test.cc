@@ -323,7 +323,7 @@ TEST(Select, RowsWhoseSampleMisleads) {
     for (DType d : {DType::kFloat32, DType::kInt32, DType::kFloat64, DType::kInt64}) {
       for (int64_t n : {int64_t{5000}, int64_t{100000}}) {
         const double root = std::cbrt(static_cast<double>(n));
-        const auto s = static_cast<int64_t>(root * root / 2);
+        const int64_t s = std::clamp<int64_t>(static_cast<int64_t>(root * root), 64, 4096);
         std::vector<bool> sampled(static_cast<size_t>(n), false);
         for (int64_t j = 0; j < s; ++j) sampled[static_cast<size_t>(j * n / s)] = true;
         std::vector<uint64_t> data(static_cast<size_t>(n));
