@@ -1,6 +1,6 @@
-// Keys of up to 32 bits, bare: the key of a rank among them, a sample of a row's keys, and the keys
-// of a row in a bracket (select's rows and topk's long rows), compiled once per ISA (included inside
-// namespace kwker::sort_detail::<isa>, after simd-inl.h and introsort-inl.h).
+// Keys of up to 32 bits, bare: the key of a rank among them (select's rows, topk's long rows), a
+// sample of a row's keys, and the keys of a row in a bracket (select's rows), compiled once per ISA
+// (included inside namespace kwker::sort_detail::<isa>, after simd-inl.h and introsort-inl.h).
 //
 // keep_keys: one pass stores the bracketed keys and their positions in row order with vector
 // compares and compress (keep_between), a block of keys taken from the row at a time.
@@ -139,7 +139,7 @@ int64_t sample_key_runs(int64_t n, const KeyAt& key_at, uint32_t* sample) {
   return runs * kSampleRun;
 }
 
-// The keys [lo, hi] of a bracket (around a rank, or below a threshold).
+// The keys [lo, hi] of a bracket around a rank.
 struct Bracket {
   uint64_t lo, hi;
 };
