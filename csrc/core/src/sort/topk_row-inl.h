@@ -87,6 +87,23 @@ struct ValuesBlockTest {
   }
 };
 
+// By values widened to float, for contiguous bfloat16 rows (a bfloat16's bits are a float's top half):
+// the same compares as for float.
+template <bool kDescending>
+struct BFloat16BlockTest {
+  const uint16_t* in;
+  uint64_t operator()(int64_t i, uint16_t threshold) const {
+    const uint32_t t_bits = uint32_t{bits_of_key<KeyFormatOf<DType::kBFloat16>, kDescending>(threshold)} << 16;
+    float t;
+    std::memcpy(&t, &t_bits, sizeof t);
+    alignas(64) uint32_t wide[kTopKBlock];  // stored and loaded as whole vectors
+    for (int j = 0; j < kTopKBlock; ++j) wide[j] = uint32_t{in[i + j]} << 16;
+    float values[kTopKBlock];
+    std::memcpy(values, wide, sizeof values);
+    return not_after_mask64<kDescending>(values, t);
+  }
+};
+
 // libstdc++'s __heap_select of the k smallest keys of the row into `heap`, then its __sort_heap.
 template <typename Format, typename KeyAt, typename BlockTest>
 void topk_by_heap(int64_t n, int64_t k, const KeyAt& key_at, const BlockTest& may_hold, WideElement* heap) {
@@ -264,7 +281,9 @@ void topk_row_typed(const TopKJob& job) {
     const Bits* in = static_cast<const Bits*>(job.row.input);
     auto key_at = [in](int64_t i) { return sort_key<Format, kDescending>(in[i]); };
     using Value = typename NativeValue<Format>::type;
-    if constexpr (std::is_void_v<Value>) {
+    if constexpr (std::is_same_v<Format, KeyFormatOf<DType::kBFloat16>>) {
+      selected = select(key_at, BFloat16BlockTest<kDescending>{in});
+    } else if constexpr (std::is_void_v<Value>) {
       selected = select_by_keys(key_at);
     } else {
       selected = select(key_at, ValuesBlockTest<Format, kDescending>{reinterpret_cast<const Value*>(in)});
