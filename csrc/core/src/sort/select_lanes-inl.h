@@ -22,25 +22,6 @@ using UnsignedLanes = uint32_t __attribute__((vector_size(4 * kLanes)));
 using HalfLanes = uint16_t __attribute__((vector_size(2 * kLanes)));  // a row of 16-bit elements
 using ByteLanes = uint8_t __attribute__((vector_size(kLanes)));       // of 8-bit ones
 
-// sort_key (sort_keys.h) of each lane's element bits, widened to 32 bits: the same masks, on vectors.
-template <typename Format>
-UnsignedLanes lane_keys(UnsignedLanes bits) {
-  constexpr uint32_t kSign = uint32_t{1} << (Format::key_bits - 1);
-  if constexpr (Format::kind == KeyKind::kUnsigned) {
-    return bits;
-  } else if constexpr (Format::kind == KeyKind::kSigned) {
-    return bits ^ kSign;
-  } else {
-    constexpr uint32_t kAll = Format::key_bits == 32 ? ~uint32_t{0} : (uint32_t{1} << Format::key_bits) - 1;
-    const UnsignedLanes magnitude = bits & (kSign - 1);
-    const UnsignedLanes negative = -((bits & kSign) >> (Format::key_bits - 1));  // all ones if the sign is set
-    const auto zero = reinterpret_cast<UnsignedLanes>(magnitude == 0);
-    const auto nan = reinterpret_cast<UnsignedLanes>(magnitude > Format::inf_bits);
-    UnsignedLanes key = (bits ^ (negative | kSign)) & kAll;  // ~bits, or bits | sign, in the format's width
-    return ((key & ~zero) | (kSign & zero) | nan) & kAll;
-  }
-}
-
 template <typename Format>
 uint32_t select_lanes_typed(const SelectLanesJob& job) {
   using Bits = typename Format::Bits;
@@ -65,8 +46,9 @@ uint32_t select_lanes_typed(const SelectLanesJob& job) {
       } else {
         for (int l = 0; l < kLanes; ++l) raw[l] = e[l < lanes ? l : 0];  // absent lanes repeat lane 0
       }
-      const UnsignedLanes flipped = lane_keys<Format>(__builtin_convertvector(raw, UnsignedLanes)) ^ 0x80000000u;
-      std::memcpy(key[j], &flipped, sizeof flipped);
+      for (int l = 0; l < kLanes; ++l) {
+        key[j][l] = static_cast<int32_t>(uint32_t{sort_key<Format, false>(raw[l])} ^ 0x80000000u);
+      }
       const Lanes r = before + static_cast<int32_t>(j);
       std::memcpy(rank[j], &r, sizeof r);
     }

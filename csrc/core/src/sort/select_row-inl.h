@@ -327,11 +327,9 @@ void select_row_typed(const SelectJob& job) {
       constexpr auto kTopKey = static_cast<uint32_t>(static_cast<Bits>(~Bits(0)));
       auto* keys = reinterpret_cast<uint32_t*>(job.row.buffer_a);
       auto* scratch = reinterpret_cast<uint32_t*>(job.row.buffer_b);
-      KeptKeys kept{};
-      bool passed = false;
+      KeptKeys kept{};  // keys == nullptr until the pass has run
       auto pass = [&](const auto& rank_for) {
         kept = keep_keys<Bits>(n, key_at, bracket_keys<Bits>(n, key_at, rank_for, keys, scratch), keys);
-        passed = true;
       };
       auto nans = [&] {
         pass([&](int64_t count) { return job.rule == SelectRule::kNanMedian ? (n - count - 1) / 2 : (n - 1) / 2; });
@@ -340,7 +338,7 @@ void select_row_typed(const SelectJob& job) {
         return scan;
       };
       auto rank = [&](int64_t r) {
-        if (!passed) pass([r](int64_t) { return r; });
+        if (kept.keys == nullptr) pass([r](int64_t) { return r; });
         if (!kept.holds(r)) kept = keep_keys<Bits>(n, key_at, Bracket{0, kTopKey}, keys);  // the bracket missed
         return rank_among(kept, r, scratch);
       };

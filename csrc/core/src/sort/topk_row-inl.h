@@ -126,6 +126,20 @@ void topk_by_heap(int64_t n, int64_t k, const KeyAt& key_at, const BlockTest& ma
   sort_heap<WideOps>(heap, k);
 }
 
+// The k selected elements (`selected`, in output order) to the job's outputs.
+template <typename Format, bool kDescending, typename Ops>
+void write_topk(const TopKJob& job, const Row<Format, kDescending>& row,
+                const typename Ops::Element* selected) {
+  using Bits = typename Format::Bits;
+  Bits* values = static_cast<Bits*>(job.row.values);
+  const int64_t k = job.k, vs = job.row.values_stride, is = job.row.indices_stride;
+  for (int64_t i = 0; i < k; ++i) {
+    const auto position = static_cast<int64_t>(Ops::position(selected[i]));
+    job.row.indices[i * is] = position;
+    values[i * vs] = topk_value<Format>(row.input(position));
+  }
+}
+
 // When the k + 1 smallest keys of a row are distinct, every correct selection returns the same
 // answer: the k smallest, in increasing order (which both of torch's regimes give when sorted). Kwker
 // looks for that case first, for keys of up to 32 bits on rows longer than the short ones: the key
@@ -178,12 +192,7 @@ bool topk_by_threshold(const TopKJob& job, const Row<Format, kDescending>& row, 
   for (int64_t j = 1; j < k; ++j) {
     if ((smallest[j - 1] >> 32) == (smallest[j] >> 32)) return false;
   }
-  Bits* values = static_cast<Bits*>(job.row.values);
-  for (int64_t j = 0; j < k; ++j) {
-    const auto position = static_cast<int64_t>(smallest[j] & kLowHalf);
-    job.row.indices[j * job.row.indices_stride] = position;
-    values[j * job.row.values_stride] = topk_value<Format>(row.input(position));
-  }
+  write_topk<Format, kDescending, PackedOps<PackedOrder::kByElement>>(job, row, smallest);
   return true;
 }
 
@@ -193,19 +202,6 @@ template <typename Ops>
 void topk_by_selection(typename Ops::Element* a, int64_t n, int64_t k, bool sorted) {
   libstdcxx_nth_element<Ops>(a, a + k - 1, a + n);
   if (sorted) libstdcxx_introsort<Ops>(a, k - 1);
-}
-
-template <typename Format, bool kDescending, typename Ops>
-void write_topk(const TopKJob& job, const Row<Format, kDescending>& row,
-                const typename Ops::Element* selected) {
-  using Bits = typename Format::Bits;
-  Bits* values = static_cast<Bits*>(job.row.values);
-  const int64_t k = job.k, vs = job.row.values_stride, is = job.row.indices_stride;
-  for (int64_t i = 0; i < k; ++i) {
-    const auto position = static_cast<int64_t>(Ops::position(selected[i]));
-    job.row.indices[i * is] = position;
-    values[i * vs] = topk_value<Format>(row.input(position));
-  }
 }
 
 // topk of a short row (up to kShortRowMaxLength) of keys of up to 32 bits, smallest keys first, taken
