@@ -199,7 +199,7 @@ TEST(TopK, StridedRowsAndOutputs) {
 TEST(TopK, LongRowsOfTiesAndVocabularies) {
   std::mt19937_64 rng(0x10C);
   for_each_isa([&](Isa) {
-    for (DType d : {DType::kFloat32, DType::kBFloat16, DType::kFloat16, DType::kInt32}) {
+    for (DType d : {DType::kFloat32, DType::kBFloat16, DType::kFloat16, DType::kInt32, DType::kFloat64, DType::kInt64}) {
       Generator gen(d, rng);
       for (Dist dist : {Dist::kRandomFinite, Dist::kFewDistinct, Dist::kAllEqual, Dist::kNaNMixed, Dist::kSorted,
                         Dist::kReversed}) {
@@ -221,7 +221,7 @@ TEST(TopK, LongRowsOfTiesAndVocabularies) {
 // threshold keeps fewer than k + 1 keys and Kwker must fall back to libstdc++'s moves.
 TEST(TopK, RowsWhoseSampleMisleads) {
   for_each_isa([&](Isa) {
-    for (DType d : {DType::kFloat32, DType::kInt32}) {
+    for (DType d : {DType::kFloat32, DType::kInt32, DType::kFloat64, DType::kInt64}) {
       for (int64_t n : {int64_t{1000}, int64_t{32000}}) {
         const double root = std::cbrt(static_cast<double>(n));
         const int64_t runs = std::clamp<int64_t>(static_cast<int64_t>(root * root), 64, 4096) / 16;

@@ -1,13 +1,14 @@
-// Keys of up to 32 bits, bare: the key of a rank among them (select's rows, topk's long rows), a
-// sample of a row's keys, and the keys of a row in a bracket (select's rows), compiled once per ISA
-// (included inside namespace kwker::sort_detail::<isa>, after simd-inl.h and introsort-inl.h).
+// Bare keys, uint32 (keys of up to 32 bits) or uint64: the key of a rank among them (select's rows,
+// topk's long rows), a sample of a row's keys, and the keys of a row in a bracket (select's rows),
+// compiled once per ISA (included inside namespace kwker::sort_detail::<isa>, after simd-inl.h and
+// introsort-inl.h).
 //
 // keep_keys: one pass stores the bracketed keys and their positions in row order with vector
 // compares and compress (keep_between), a block of keys taken from the row at a time.
-// select_key: a quickselect on the bare keys, eight (AVX2) or sixteen (AVX-512) to a vector. Each
+// select_key: a quickselect on the bare keys, 32 (AVX2) or 64 (AVX-512) bytes to a vector. Each
 // round copies the range out of place into the keys below a pivot and the others (partition_below),
 // and goes on in the part that holds the rank; ranges of kKeyLeafLength or fewer are ranked by
-// counting (key_masks64). Equal keys never straddle a cut (a pivot sends all its equals one way), so
+// counting. Equal keys never straddle a cut (a pivot sends all its equals one way), so
 // the final range holds every key equal to the answer, and how many keys lie below it is the sum of
 // the parts left behind: the answer comes with its count of smaller and equal keys. A pivot that is
 // the range's least key would cut nothing: its equals are split off instead. The pivot is the median
@@ -17,32 +18,62 @@
 
 inline constexpr int64_t kKeyLeafLength = 16;
 
+// The bare key type of a key format's Bits.
+template <typename Bits>
+using BareKey = std::conditional_t<sizeof(Bits) <= 4, uint32_t, uint64_t>;
+
 // A key of some rank, with how many keys of the set are below it and how many equal it.
+template <typename K>
 struct KeyRank {
-  uint32_t key;
+  K key;
   int64_t less;
   int64_t equal;
 };
 
+// Bit j of *below (*equal) set iff keys[j] < x (== x), for the kKeyLeafLength keys at `keys`.
+inline void leaf_masks(const uint32_t* keys, uint32_t x, uint64_t* below, uint64_t* equal) {
+  key_masks64<kKeyLeafLength>(keys, x, below, equal);
+}
+inline void leaf_masks(const uint64_t* keys, uint64_t x, uint64_t* below, uint64_t* equal) {
+  uint64_t b = 0, e = 0;
+  for (int j = 0; j < kKeyLeafLength; ++j) {
+    b |= uint64_t{keys[j] < x} << j;
+    e |= uint64_t{keys[j] == x} << j;
+  }
+  *below = b;
+  *equal = e;
+}
+
 // Ranks keys[0..n), n <= kKeyLeafLength, by counting: the key with `r` in [less, less + equal).
-inline KeyRank rank_in_leaf(const uint32_t* keys, int64_t n, int64_t r) {
-  alignas(64) uint32_t padded[kKeyLeafLength];
-  for (int64_t i = 0; i < kKeyLeafLength; ++i) padded[i] = ~uint32_t{0};  // below no key
-  std::memcpy(padded, keys, static_cast<size_t>(n) * sizeof(uint32_t));  // a loop here becomes rep movs
+template <typename K>
+KeyRank<K> rank_in_leaf(const K* keys, int64_t n, int64_t r) {
+  alignas(64) K padded[kKeyLeafLength];
+  for (int64_t i = 0; i < kKeyLeafLength; ++i) padded[i] = ~K{0};  // below no key
+  std::memcpy(padded, keys, static_cast<size_t>(n) * sizeof(K));  // a loop here becomes rep movs
   const uint64_t in_set = (uint64_t{1} << n) - 1;
   for (int64_t i = 0;; ++i) {  // some key of the set holds rank r
     uint64_t below, equal;
-    key_masks64<kKeyLeafLength>(padded, padded[i], &below, &equal);
+    leaf_masks(padded, padded[i], &below, &equal);
     const int64_t less = __builtin_popcountll(below), same = __builtin_popcountll(equal & in_set);
     if (less <= r && r < less + same) return {padded[i], less, same};
   }
 }
 
-// The worst-case bound: libstdc++'s introselect on (key, position) packed into distinct integers.
-inline KeyRank rank_by_nth_element(const uint32_t* keys, int64_t n, int64_t r, uint64_t* packed) {
-  for (int64_t i = 0; i < n; ++i) packed[i] = (uint64_t{keys[i]} << 32) | static_cast<uint64_t>(i);
-  libstdcxx_nth_element<PackedOps<PackedOrder::kByElement>>(packed, packed + r, packed + n);
-  const auto key = static_cast<uint32_t>(packed[r] >> 32);
+// The worst-case bound: libstdc++'s introselect on (key, position), packed into distinct integers
+// for uint32 keys, as pairs for uint64. `work` holds 2 n uint64.
+template <typename K>
+KeyRank<K> rank_by_nth_element(const K* keys, int64_t n, int64_t r, uint64_t* work) {
+  K key;
+  if constexpr (sizeof(K) == 4) {
+    for (int64_t i = 0; i < n; ++i) work[i] = (uint64_t{keys[i]} << 32) | static_cast<uint64_t>(i);
+    libstdcxx_nth_element<PackedOps<PackedOrder::kByElement>>(work, work + r, work + n);
+    key = static_cast<K>(work[r] >> 32);
+  } else {
+    auto* pairs = reinterpret_cast<WideElement*>(work);
+    for (int64_t i = 0; i < n; ++i) pairs[i] = {keys[i], static_cast<uint64_t>(i)};
+    libstdcxx_nth_element<WideOps>(pairs, pairs + r, pairs + n);
+    key = pairs[r].key;
+  }
   int64_t less = 0, equal = 0;
   for (int64_t i = 0; i < n; ++i) {
     less += keys[i] < key;
@@ -52,32 +83,33 @@ inline KeyRank rank_by_nth_element(const uint32_t* keys, int64_t n, int64_t r, u
 }
 
 // The key of rank r (0-based) among keys[0..n), which are left as they are. `scratch` holds
-// 4 n + 64 uint32 and is 8-byte aligned.
-inline KeyRank select_key(const uint32_t* keys, int64_t n, int64_t r, uint32_t* scratch) {
+// 4 n + 64 keys and is 8-byte aligned.
+template <typename K>
+KeyRank<K> select_key(const K* keys, int64_t n, int64_t r, K* scratch) {
   // Two areas taking turns as destination, each a below part and an above part with room for the
   // partition's overrun.
   const int64_t part = n + 16, area = 2 * part;
-  const uint32_t* src = keys;
-  uint32_t* dst = scratch;
+  const K* src = keys;
+  K* dst = scratch;
   int64_t less = 0;
   int rounds = introsort_depth_limit(n) + 8;
   while (n > kKeyLeafLength) {
     if (rounds-- == 0) {
-      KeyRank k = rank_by_nth_element(src, n, r, reinterpret_cast<uint64_t*>(dst));
+      KeyRank<K> k = rank_by_nth_element(src, n, r, reinterpret_cast<uint64_t*>(dst));
       k.less += less;
       return k;
     }
-    const uint32_t x = src[0], y = src[n / 2], z = src[n - 1];
-    const uint32_t pivot = std::max(std::min(x, y), std::min(std::max(x, y), z));
-    uint32_t* const below_part = dst;
-    uint32_t* const above_part = dst + part;
+    const K x = src[0], y = src[n / 2], z = src[n - 1];
+    const K pivot = std::max(std::min(x, y), std::min(std::max(x, y), z));
+    K* const below_part = dst;
+    K* const above_part = dst + part;
     int64_t below = partition_below(src, n, pivot, below_part, above_part);
     if (r < below) {
       src = below_part;
       n = below;
     } else {
       if (below == 0) {  // the pivot is the least key: the part above it is its equals and the rest
-        if (pivot == ~uint32_t{0}) return {pivot, less, n};
+        if (pivot == ~K{0}) return {pivot, less, n};
         below = partition_below(src, n, pivot + 1, below_part, above_part);
         if (r < below) return {pivot, less, below};
       }
@@ -88,13 +120,14 @@ inline KeyRank select_key(const uint32_t* keys, int64_t n, int64_t r, uint32_t* 
     }
     dst = dst == scratch ? scratch + area : scratch;
   }
-  KeyRank k = rank_in_leaf(src, n, r);
+  KeyRank<K> k = rank_in_leaf(src, n, r);
   k.less += less;
   return k;
 }
 
 // Where the j-th (0-based) of keys[0..n) equal to `key` is; there are more than j.
-inline int64_t find_equal(const uint32_t* keys, int64_t n, uint32_t key, int64_t j) {
+template <typename K>
+int64_t find_equal(const K* keys, int64_t n, K key, int64_t j) {
   constexpr int64_t kBlock = 64;
   int64_t start = 0;
   for (; start + kBlock <= n; start += kBlock) {
@@ -119,22 +152,22 @@ inline int64_t sample_size(int64_t n) {
 }
 
 // An evenly spaced sample of the row's n keys: sample_size(n) of them (returned) into `sample`.
-template <typename KeyAt>
-int64_t sample_keys(int64_t n, const KeyAt& key_at, uint32_t* sample) {
+template <typename KeyAt, typename K>
+int64_t sample_keys(int64_t n, const KeyAt& key_at, K* sample) {
   const int64_t s = sample_size(n);
-  for (int64_t j = 0; j < s; ++j) sample[j] = static_cast<uint32_t>(key_at(j * n / s));
+  for (int64_t j = 0; j < s; ++j) sample[j] = static_cast<K>(key_at(j * n / s));
   return s;
 }
 
 // The same number of keys in evenly spaced runs of kSampleRun consecutive keys: a cache line per run,
 // not per key, for rows read from memory.
 inline constexpr int64_t kSampleRun = 16;
-template <typename KeyAt>
-int64_t sample_key_runs(int64_t n, const KeyAt& key_at, uint32_t* sample) {
+template <typename KeyAt, typename K>
+int64_t sample_key_runs(int64_t n, const KeyAt& key_at, K* sample) {
   const int64_t runs = sample_size(n) / kSampleRun;
   for (int64_t j = 0; j < runs; ++j) {
     const int64_t start = j * (n - kSampleRun) / runs;
-    for (int64_t i = 0; i < kSampleRun; ++i) sample[j * kSampleRun + i] = static_cast<uint32_t>(key_at(start + i));
+    for (int64_t i = 0; i < kSampleRun; ++i) sample[j * kSampleRun + i] = static_cast<K>(key_at(start + i));
   }
   return runs * kSampleRun;
 }
@@ -144,11 +177,12 @@ struct Bracket {
   uint64_t lo, hi;
 };
 
-// Keys of up to 32 bits: the row's keys in a bracket, in row order, with their positions (nullptr:
-// candidate i is element i); how many keys are below the bracket; how many have the largest key of
-// their width (float formats: the NaNs).
+// The row's bare keys in a bracket, in row order, with their positions (nullptr: candidate i is
+// element i); how many keys are below the bracket; how many have the largest key of their width
+// (float formats: the NaNs).
+template <typename K>
 struct KeptKeys {
-  const uint32_t* keys;
+  const K* keys;
   const uint32_t* positions;
   int64_t count, below, top_keys;
 
@@ -156,29 +190,30 @@ struct KeptKeys {
 };
 
 // Keeps the row's keys in bracket b: the keys to out[0, n + 16); with a bracket narrower than all
-// keys, their positions to the n + 16 after, then a block of keys taken from the row at a time, so
-// `out` holds 2 n + 560 uint32.
-template <typename Bits, typename KeyAt>
-KeptKeys keep_keys(int64_t n, const KeyAt& key_at, Bracket b, uint32_t* out) {
-  constexpr auto kTopKey = static_cast<uint32_t>(static_cast<Bits>(~Bits(0)));
+// keys, a block of keys taken from the row at a time to the kKeepBlock after, then their uint32
+// positions to n + 16 uint32 after that: `out` holds 2 n + 544 uint32 or 1.5 n + 536 uint64.
+inline constexpr int64_t kKeepBlock = 512;
+
+template <typename Bits, typename KeyAt, typename K = BareKey<Bits>>
+KeptKeys<K> keep_keys(int64_t n, const KeyAt& key_at, Bracket b, K* out) {
+  constexpr auto kTopKey = static_cast<K>(static_cast<Bits>(~Bits(0)));
   if (b.lo == 0 && b.hi == kTopKey) {
     int64_t top = 0;
     for (int64_t i = 0; i < n; ++i) {
-      const uint32_t k = key_at(i);
+      const K k = key_at(i);
       out[i] = k;
       top += k == kTopKey;
     }
     return {out, nullptr, n, 0, top};
   }
-  constexpr int64_t kBlock = 512;
-  uint32_t* positions = out + n + 16;
-  uint32_t* block = positions + n + 16;
-  const auto lo = static_cast<uint32_t>(b.lo), width = static_cast<uint32_t>(b.hi - b.lo);
+  K* block = out + n + 16;
+  auto* positions = reinterpret_cast<uint32_t*>(block + kKeepBlock);
+  const auto lo = static_cast<K>(b.lo), width = static_cast<K>(b.hi - b.lo);
   int64_t count = 0, below = 0, top = 0;
-  for (int64_t start = 0; start < n; start += kBlock) {
-    const int64_t length = std::min(kBlock, n - start);
+  for (int64_t start = 0; start < n; start += kKeepBlock) {
+    const int64_t length = std::min(kKeepBlock, n - start);
     for (int64_t j = 0; j < length; ++j) {
-      const uint32_t k = key_at(start + j);
+      const K k = key_at(start + j);
       block[j] = k;
       below += k < lo;
       top += k == kTopKey;

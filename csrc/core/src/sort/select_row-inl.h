@@ -7,13 +7,12 @@
 //  - Long rows: an evenly spaced sample of s keys gives two keys that bracket rank r with high
 //    probability; one pass keeps every element between them, in row order, and counts those below.
 //    If the bracket missed, the pass is redone keeping everything.
-//  - Keys of up to 32 bits (short rows of up to 64: short_row-inl.h): the pass stores the bare keys
-//    with vector compares (keep_between) and their positions, and counts the NaNs on the way; a
-//    vector quickselect on the kept keys (select_keys-inl.h) gives the key K of rank r with how many
-//    kept keys lie below it, which says how many elements with key K precede the answer in
+//  - The pass stores the bare keys (uint32 for keys of up to 32 bits, uint64 for 64-bit ones) with
+//    vector compares (keep_between) and their positions, and counts the NaNs on the way; a vector
+//    quickselect on the kept keys (select_keys-inl.h) gives the key K of rank r with how many kept
+//    keys lie below it, which says how many elements with key K precede the answer in
 //    (key, position) order: the answer is the element with key K at that place in row order.
-//  - 64-bit keys travel as (key, position) pairs: an nth_element by key gives K, and the same count
-//    of equal keys before the answer picks it.
+//  - Short rows of keys of up to 32 bits (up to 64: short_row-inl.h) rank every element by counting.
 // Which element torch picks, and why the above is it:
 //  - median: a total order (value, then index), so the element of rank (n - 1) / 2 is unique; a NaN
 //    row gives its first NaN.
@@ -21,8 +20,8 @@
 //    leaves at the front of equal elements: replayed (introsort-inl.h).
 //  - kthvalue: torch's quickselect has no tie-break. When K is the key of one element only, every
 //    correct selection returns that element; otherwise torch's quickselect is replayed step for step.
-// Cost: one pass over the row (two for 64-bit keys: one for the NaN count of median / nanmedian)
-// plus O(s + n / sqrt(s)) for the sample and candidates.
+// Cost: one pass over the row plus O(s + n / sqrt(s)) for the sample and candidates. Rows of 64-bit
+// keys need work buffers of 4 n uint64 (select's caller reserves them).
 
 // Rows shorter than this keep every element as a candidate: the sample costs more than it saves.
 inline constexpr int64_t kSampledMinLength = 2048;
@@ -32,29 +31,6 @@ struct RankedElement {
   int64_t position;
   int64_t equal_keys;  // elements of the row with this key
 };
-
-// The element of rank r (0-based, in (key, position) order) among `count` (key, position)
-// candidates, which hold, in row order, every element of the row with the answer's key. `scratch`
-// holds `count` uint64.
-inline RankedElement rank_among(WideElement* c, int64_t count, int64_t r, uint64_t* scratch) {
-  libstdcxx_nth_element<WideOps>(c, c + r, c + count);
-  const uint64_t key = c[r].key;
-  // Every candidate before r has a key <= K, every one after a key >= K.
-  int64_t before = 0, after = 0;
-  for (int64_t j = 0; j < r; ++j) before += c[j].key == key;
-  for (int64_t j = r; j < count; ++j) after += c[j].key == key;
-  const int64_t equal = before + after;
-  if (equal == 1) return {key, static_cast<int64_t>(c[r].position), 1};
-  // The answer is the `before`-th (0-based) element with key K by position.
-  int64_t m = 0;
-  for (int64_t j = 0; j < count; ++j) {
-    scratch[m] = c[j].position;
-    m += c[j].key == key;
-  }
-  // Positions are unique: compared as whole integers.
-  libstdcxx_nth_element<PackedOps<PackedOrder::kByElement>>(scratch, scratch + before, scratch + equal);
-  return {key, static_cast<int64_t>(scratch[before]), equal};
-}
 
 // Which ranks of an evenly spaced sample of s from a row of n bracket rank r of the row: 2 sqrt(s)
 // (four standard deviations) either side of where it falls. lo < 0 or hi >= s: open at that end.
@@ -68,54 +44,11 @@ inline SampleRanks bracket_ranks(int64_t n, int64_t s, int64_t r) {
   return {at - spread, at + spread};
 }
 
-// A bracket for 64-bit keys: the sample as (key, sample index) pairs in `sample`, selected by key
-// (which allows equal keys).
-template <typename Bits, typename KeyAt>
-Bracket bracket_wide(int64_t n, int64_t r, const KeyAt& key_at, WideElement* sample) {
-  Bracket b{0, static_cast<Bits>(~Bits(0))};
-  if (n < kSampledMinLength) return b;
-  const int64_t s = sample_size(n);
-  for (int64_t j = 0; j < s; ++j) sample[j] = {key_at(j * n / s), static_cast<uint64_t>(j)};
-  const SampleRanks at = bracket_ranks(n, s, r);
-  if (at.hi < s) {
-    libstdcxx_nth_element<WideOps>(sample, sample + at.hi, sample + s);
-    b.hi = sample[at.hi].key;
-  }
-  if (at.lo >= 0) {
-    libstdcxx_nth_element<WideOps>(sample, sample + at.lo, sample + std::min(s, at.hi));
-    b.lo = sample[at.lo].key;
-  }
-  return b;
-}
-
-// The element of rank r of the row's n 64-bit keys; `key_at(i)` gives key i. Uses both work buffers.
-template <typename Bits, typename KeyAt>
-RankedElement rank_select_wide(int64_t n, int64_t r, const KeyAt& key_at, const RowJob& job) {
-  auto* c = reinterpret_cast<WideElement*>(job.buffer_a);
-  const Bracket b = bracket_wide<Bits>(n, r, key_at, reinterpret_cast<WideElement*>(job.buffer_b));
-  // Kept without a branch per element: whether one is kept is unpredictable.
-  const auto lo = static_cast<Bits>(b.lo), width = static_cast<Bits>(b.hi - b.lo);
-  int64_t count = 0, below = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const Bits key = key_at(i);
-    c[count] = WideElement{key, static_cast<uint64_t>(i)};
-    count += static_cast<Bits>(key - lo) <= width;
-    below += key < lo;
-  }
-  if (below > r || below + count <= r) {  // the bracket missed: keep everything
-    for (int64_t i = 0; i < n; ++i) c[i] = WideElement{key_at(i), static_cast<uint64_t>(i)};
-    count = n;
-    below = 0;
-  }
-  return rank_among(c, count, r - below, job.buffer_b);
-}
-
-// The bracket of a row of n keys of up to 32 bits for the rank `rank_for(NaNs)` (the rank may depend
-// on how many NaNs the row holds, estimated from the sample's). `sample` holds s + 16 uint32,
-// `scratch` 4 s + 64.
-template <typename Bits, typename KeyAt, typename RankFor>
-Bracket bracket_keys(int64_t n, const KeyAt& key_at, const RankFor& rank_for, uint32_t* sample, uint32_t* scratch) {
-  constexpr auto kTopKey = static_cast<uint32_t>(static_cast<Bits>(~Bits(0)));
+// The bracket of a row of n keys for the rank `rank_for(NaNs)` (the rank may depend on how many NaNs
+// the row holds, estimated from the sample's). `sample` holds s + 16 keys, `scratch` 4 s + 64.
+template <typename Bits, typename KeyAt, typename RankFor, typename K>
+Bracket bracket_keys(int64_t n, const KeyAt& key_at, const RankFor& rank_for, K* sample, K* scratch) {
+  constexpr auto kTopKey = static_cast<K>(static_cast<Bits>(~Bits(0)));
   Bracket b{0, kTopKey};
   if (n < kSampledMinLength) return b;
   const int64_t s = sample_keys(n, key_at, sample);
@@ -129,8 +62,9 @@ Bracket bracket_keys(int64_t n, const KeyAt& key_at, const RankFor& rank_for, ui
 
 // The element of rank r among the kept keys, which hold it (kept.holds(r)). `scratch` as for
 // select_key.
-inline RankedElement rank_among(const KeptKeys& kept, int64_t r, uint32_t* scratch) {
-  const KeyRank k = select_key(kept.keys, kept.count, r - kept.below, scratch);
+template <typename K>
+RankedElement rank_among(const KeptKeys<K>& kept, int64_t r, K* scratch) {
+  const KeyRank<K> k = select_key(kept.keys, kept.count, r - kept.below, scratch);
   // Every key equal to the answer's is kept; the answer is the one of them whose place in row order
   // is its rank's excess over the keys below it.
   const int64_t at = find_equal(kept.keys, kept.count, k.key, r - kept.below - k.less);
@@ -322,31 +256,27 @@ void select_row_typed(const SelectJob& job) {
                       [&keys](int64_t r) { return short_row_rank(keys, r); });
       }
     }
-    if constexpr (sizeof(Bits) <= 4) {
-      // One pass over the row keeps the keys in a bracket of the rank and counts its NaNs.
-      constexpr auto kTopKey = static_cast<uint32_t>(static_cast<Bits>(~Bits(0)));
-      auto* keys = reinterpret_cast<uint32_t*>(job.row.buffer_a);
-      auto* scratch = reinterpret_cast<uint32_t*>(job.row.buffer_b);
-      KeptKeys kept{};  // keys == nullptr until the pass has run
-      auto pass = [&](const auto& rank_for) {
-        kept = keep_keys<Bits>(n, key_at, bracket_keys<Bits>(n, key_at, rank_for, keys, scratch), keys);
-      };
-      auto nans = [&] {
-        pass([&](int64_t count) { return job.rule == SelectRule::kNanMedian ? (n - count - 1) / 2 : (n - 1) / 2; });
-        NanScan scan{kept.top_keys, -1};
-        if (job.rule == SelectRule::kMedian && scan.count != 0) scan.first = scan_nans(row).first;
-        return scan;
-      };
-      auto rank = [&](int64_t r) {
-        if (kept.keys == nullptr) pass([r](int64_t) { return r; });
-        if (!kept.holds(r)) kept = keep_keys<Bits>(n, key_at, Bracket{0, kTopKey}, keys);  // the bracket missed
-        return rank_among(kept, r, scratch);
-      };
-      decide(nans, rank);
-    } else {
-      decide([&row] { return scan_nans(row); },
-             [&](int64_t r) { return rank_select_wide<Bits>(n, r, key_at, job.row); });
-    }
+    // One pass over the row keeps the keys in a bracket of the rank and counts its NaNs.
+    using K = BareKey<Bits>;
+    constexpr auto kTopKey = static_cast<K>(static_cast<Bits>(~Bits(0)));
+    auto* keys = reinterpret_cast<K*>(job.row.buffer_a);
+    auto* scratch = reinterpret_cast<K*>(job.row.buffer_b);
+    KeptKeys<K> kept{};  // keys == nullptr until the pass has run
+    auto pass = [&](const auto& rank_for) {
+      kept = keep_keys<Bits>(n, key_at, bracket_keys<Bits>(n, key_at, rank_for, keys, scratch), keys);
+    };
+    auto nans = [&] {
+      pass([&](int64_t count) { return job.rule == SelectRule::kNanMedian ? (n - count - 1) / 2 : (n - 1) / 2; });
+      NanScan scan{kept.top_keys, -1};
+      if (job.rule == SelectRule::kMedian && scan.count != 0) scan.first = scan_nans(row).first;
+      return scan;
+    };
+    auto rank = [&](int64_t r) {
+      if (kept.keys == nullptr) pass([r](int64_t) { return r; });
+      if (!kept.holds(r)) kept = keep_keys<Bits>(n, key_at, Bracket{0, kTopKey}, keys);  // the bracket missed
+      return rank_among(kept, r, scratch);
+    };
+    decide(nans, rank);
   };
   if (job.row.input_stride == 1) {
     const Bits* in = static_cast<const Bits*>(job.row.input);

@@ -15,9 +15,9 @@
 //                          than `pivot` to below[0..) and the others to above[0..), each in their
 //                          order; returns how many are below. May write up to 15 elements past the end
 //                          of either part.
-// keep_between(keys, n, lo, width, first, kept, positions): appends the uint32 keys[i] with
-//                          key - lo <= width (unsigned) to kept[0..), in order, and their positions
-//                          first + i to positions[0..); returns how many. May write up to 15 elements
+// keep_between(keys, n, lo, width, first, kept, positions): appends the uint32 or uint64 keys[i] with
+//                          key - lo <= width (unsigned) to kept[0..), in order, and their uint32
+//                          positions first + i to positions[0..); returns how many. May write up to 15 elements
 //                          past the end of either.
 // key_masks64<kCount>(keys, x, below, equal): bit j of *below (*equal) set iff keys[j] < x (== x), for
 //                          j < kCount, a multiple of 16 up to 64; short rows of select rank by it.
@@ -43,12 +43,13 @@ inline int64_t partition_below_from(const E* in, int64_t i, int64_t n, E pivot, 
   return nb;
 }
 
-inline int64_t keep_between_from(const uint32_t* keys, int64_t i, int64_t n, uint32_t lo, uint32_t width,
-                                 uint32_t first, uint32_t* kept, uint32_t* positions, int64_t count) {
+template <typename K>
+inline int64_t keep_between_from(const K* keys, int64_t i, int64_t n, K lo, K width, uint32_t first, K* kept,
+                                 uint32_t* positions, int64_t count) {
   for (; i < n; ++i) {
     kept[count] = keys[i];
     positions[count] = first + static_cast<uint32_t>(i);
-    count += static_cast<uint32_t>(keys[i] - lo) <= width;
+    count += static_cast<K>(keys[i] - lo) <= width;
   }
   return count;
 }
@@ -152,6 +153,22 @@ inline int64_t keep_between(const uint32_t* keys, int64_t n, uint32_t lo, uint32
     _mm512_storeu_si512(positions + count, _mm512_maskz_compress_epi32(m, at));
     count += __builtin_popcount(m);
     at = _mm512_add_epi32(at, _mm512_set1_epi32(16));
+  }
+  return keep_between_from(keys, i, n, lo, width, first, kept, positions, count);
+}
+
+inline int64_t keep_between(const uint64_t* keys, int64_t n, uint64_t lo, uint64_t width, uint32_t first,
+                            uint64_t* kept, uint32_t* positions) {
+  const __m512i low = _mm512_set1_epi64(static_cast<long long>(lo)), w = _mm512_set1_epi64(static_cast<long long>(width));
+  __m256i at = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  int64_t count = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m512i v = _mm512_loadu_si512(keys + i);
+    const __mmask8 m = _mm512_cmple_epu64_mask(_mm512_sub_epi64(v, low), w);
+    _mm512_storeu_si512(kept + count, _mm512_maskz_compress_epi64(m, v));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(positions + count), _mm256_maskz_compress_epi32(m, at));
+    count += __builtin_popcount(m);
+    at = _mm256_add_epi32(at, _mm256_set1_epi32(8));
   }
   return keep_between_from(keys, i, n, lo, width, first, kept, positions, count);
 }
@@ -286,17 +303,19 @@ struct CompressTable {
 };
 inline constexpr CompressTable kCompress{};
 
+// The 64-bit lanes of v set in the 4-bit mask m, moved to the front.
+inline __m256i compressed64(__m256i v, int m) {
+  return _mm256_permutevar8x32_epi32(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompress.lanes[m])));
+}
+
 inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, uint64_t* below, uint64_t* above) {
   const __m256i p = biased(_mm256_set1_epi64x(static_cast<long long>(pivot)));
-  auto compressed = [](__m256i v, int m) {
-    return _mm256_permutevar8x32_epi32(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompress.lanes[m])));
-  };
   int64_t nb = 0, na = 0, i = 0;
   for (; i + 4 <= n; i += 4) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
     const int m = static_cast<int>(lane_bits(_mm256_cmpgt_epi64(p, biased(v))));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(below + nb), compressed(v, m));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(above + na), compressed(v, ~m & 15));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(below + nb), compressed64(v, m));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(above + na), compressed64(v, ~m & 15));
     const int c = __builtin_popcount(static_cast<unsigned>(m));
     nb += c;
     na += 4 - c;
@@ -358,6 +377,25 @@ inline int64_t keep_between(const uint32_t* keys, int64_t n, uint32_t lo, uint32
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(positions + count), _mm256_permutevar8x32_epi32(at, lanes));
     count += __builtin_popcount(static_cast<unsigned>(m));
     at = _mm256_add_epi32(at, _mm256_set1_epi32(8));
+  }
+  return keep_between_from(keys, i, n, lo, width, first, kept, positions, count);
+}
+
+inline int64_t keep_between(const uint64_t* keys, int64_t n, uint64_t lo, uint64_t width, uint32_t first,
+                            uint64_t* kept, uint32_t* positions) {
+  const __m256i low = _mm256_set1_epi64x(static_cast<long long>(lo));
+  const __m256i w = biased(_mm256_set1_epi64x(static_cast<long long>(width)));
+  // The positions of the four keys in the low four 32-bit lanes, compressed with the same mask.
+  __m256i at = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first)), _mm256_setr_epi32(0, 1, 2, 3, 0, 0, 0, 0));
+  int64_t count = 0, i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + i));
+    const __m256i outside = _mm256_cmpgt_epi64(biased(_mm256_sub_epi64(v, low)), w);
+    const int m = static_cast<int>(~lane_bits(outside) & 15);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(kept + count), compressed64(v, m));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(positions + count), _mm256_permutevar8x32_epi32(at, compress_lanes32(m)));
+    count += __builtin_popcount(static_cast<unsigned>(m));
+    at = _mm256_add_epi32(at, _mm256_set1_epi32(4));
   }
   return keep_between_from(keys, i, n, lo, width, first, kept, positions, count);
 }
@@ -425,8 +463,8 @@ inline int64_t partition_below(const E* in, int64_t n, E pivot, E* below, E* abo
   return partition_below_from(in, 0, n, pivot, below, 0, above, 0);
 }
 
-inline int64_t keep_between(const uint32_t* keys, int64_t n, uint32_t lo, uint32_t width, uint32_t first,
-                            uint32_t* kept, uint32_t* positions) {
+template <typename K>
+inline int64_t keep_between(const K* keys, int64_t n, K lo, K width, uint32_t first, K* kept, uint32_t* positions) {
   return keep_between_from(keys, 0, n, lo, width, first, kept, positions, 0);
 }
 

@@ -16,8 +16,8 @@
 //    replayed step for step (introsort-inl.h).
 //  - Either regime, when the k + 1 smallest keys are distinct (and sorted, for nth_element): the
 //    answer does not depend on the algorithm, and a threshold from a sample finds it
-//    (topk_by_threshold). Tried for 32-bit keys only: 16-bit rows nearly always tie there, and the
-//    bare-key selection it uses (select_keys-inl.h) takes keys of up to 32 bits.
+//    (topk_by_threshold). Tried for 32-bit keys and float64 only: 16-bit and int64 rows tie there
+//    too often.
 // Values are copied from the input by index, which is what torch's round trip through its
 // accumulate type leaves, except bfloat16 NaNs: that round trip makes every one of them 0x7FC0.
 
@@ -142,11 +142,11 @@ void write_topk(const TopKJob& job, const Row<Format, kDescending>& row,
 
 // When the k + 1 smallest keys of a row are distinct, every correct selection returns the same
 // answer: the k smallest, in increasing order (which both of torch's regimes give when sorted). Kwker
-// looks for that case first, for keys of up to 32 bits on rows longer than the short ones: the key
+// looks for that case first, for 32-bit keys and float64 on rows longer than the short ones: the key
 // of a sample rank safely above where the (k+1)-th smallest falls is a threshold; one pass keeps
 // the keys at most that, with their positions (a block of 64 tested at once, as for the heap), and
 // a vector quickselect among them gives the (k+1)-th smallest key K. Exactly k kept keys below K, all
-// distinct, are the answer, sorted as (key, position) integers. Returns false, having written
+// distinct, are the answer, sorted by (key, position). Returns false, having written
 // nothing, when the threshold kept k or fewer keys (the sample misled) or two of the k + 1 smallest
 // keys are equal; then libstdc++'s moves are replayed.
 // The sample is taken in runs of consecutive keys (sample_key_runs): a row read from memory costs
@@ -157,10 +157,11 @@ template <typename Format, bool kDescending, typename KeyAt, typename BlockTest>
 bool topk_by_threshold(const TopKJob& job, const Row<Format, kDescending>& row, const KeyAt& key_at,
                        const BlockTest& may_hold) {
   using Bits = typename Format::Bits;
+  using K = BareKey<Bits>;
   const int64_t n = job.row.n, k = job.k;
-  auto* keys = reinterpret_cast<uint32_t*>(job.row.buffer_a);
-  uint32_t* positions = keys + n + kTopKBlock;
-  auto* scratch = reinterpret_cast<uint32_t*>(job.row.buffer_b);
+  auto* keys = reinterpret_cast<K*>(job.row.buffer_a);
+  auto* positions = reinterpret_cast<uint32_t*>(keys + n + kTopKBlock);
+  auto* scratch = reinterpret_cast<K*>(job.row.buffer_b);
   const int64_t s = sample_key_runs(n, key_at, keys);
   // Sample elements expected below the (k+1)-th smallest, and a rank three standard deviations above.
   const double expected = static_cast<double>(k + 1) * static_cast<double>(s) / static_cast<double>(n);
@@ -179,20 +180,34 @@ bool topk_by_threshold(const TopKJob& job, const Row<Format, kDescending>& row, 
     for (uint64_t m = may_hold(i, threshold); m != 0; m &= m - 1) keep(i + __builtin_ctzll(m));
   }
   for (; i < n; ++i) keep(i);
-  if (count <= k) return false;
-  const KeyRank boundary = select_key(keys, count, k, scratch);
+  // select_key's scratch (4 count + 64 keys) within buffer_b's 2 n + kPad uint64.
+  if (count <= k || (4 * count + 64) * static_cast<int64_t>(sizeof(K)) > (2 * n + kPad) * 8) return false;
+  const KeyRank<K> boundary = select_key(keys, count, k, scratch);
   if (boundary.less != k) return false;
-  uint64_t* smallest = job.row.buffer_b;
+  // The k keys below the boundary as (key, position) elements, sorted.
+  using Ops = std::conditional_t<sizeof(K) == 4, PackedOps<PackedOrder::kByElement>, WideOps>;
+  auto* smallest = reinterpret_cast<typename Ops::Element*>(job.row.buffer_b);
+  auto key_of = [](const typename Ops::Element& e) -> K {
+    if constexpr (sizeof(K) == 4) {
+      return static_cast<K>(e >> 32);
+    } else {
+      return e.key;
+    }
+  };
   int64_t m = 0;
   for (int64_t j = 0; j < count; ++j) {
-    smallest[m] = (uint64_t{keys[j]} << 32) | positions[j];
+    if constexpr (sizeof(K) == 4) {
+      smallest[m] = (uint64_t{keys[j]} << 32) | positions[j];
+    } else {
+      smallest[m] = WideElement{keys[j], positions[j]};
+    }
     m += keys[j] < boundary.key;
   }
-  libstdcxx_introsort<PackedOps<PackedOrder::kByElement>>(smallest, k);
+  libstdcxx_introsort<Ops>(smallest, k);
   for (int64_t j = 1; j < k; ++j) {
-    if ((smallest[j - 1] >> 32) == (smallest[j] >> 32)) return false;
+    if (key_of(smallest[j - 1]) == key_of(smallest[j])) return false;
   }
-  write_topk<Format, kDescending, PackedOps<PackedOrder::kByElement>>(job, row, smallest);
+  write_topk<Format, kDescending, Ops>(job, row, smallest);
   return true;
 }
 
@@ -253,8 +268,10 @@ void topk_row_typed(const TopKJob& job) {
   const bool partial_sort = k * kTopKPartialSortRatio <= n;
   // 16-bit keys take at most 65536 values: among the k + 1 smallest of a row equal keys are the rule,
   // and the attempt only costs (timed: bfloat16 rows of 640..128256, 0.67x-0.95x with it, 1.1x-8x
-  // without).
-  constexpr bool kTryDistinct = Format::key_bits == 32;
+  // without). int64 rows are mostly counts, ids and times, which tie as often (timed: top 100 of
+  // 1M Zipf counts 3.1x with it, 5.8x without).
+  constexpr bool kTryDistinct =
+      Format::key_bits == 32 || std::is_same_v<Format, KeyFormatOf<DType::kFloat64>>;
   auto* elements = reinterpret_cast<WideElement*>(job.row.buffer_a);
   enum class Outcome { kWritten, kInElements, kNotYet };
   auto select = [&](const auto& key_at, const auto& may_hold) {
