@@ -42,9 +42,9 @@ constexpr int64_t kMinElements = 64;
 // of 3 strided 0.82x, of 4 1.7x; kthvalue of 4 1.03-1.2x, of 5 1.2-1.55x).
 constexpr int64_t kMinMedianRowLength = 4;
 constexpr int64_t kMinKthValueRowLength = 5;
-constexpr int64_t kMinTiedByteRowLength = 2048;
 // median()/nanmedian() of more elements go to torch: Kwker's per-thread work buffers (32 bytes per
-// element, kept for later calls) would reach a gigabyte, torch's copy 4-8 bytes per element.
+// element, 64 for 8-byte types; kept for later calls) would reach a gigabyte, torch's copy 4-8 bytes
+// per element.
 constexpr int64_t kMaxWholeTensorElements = int64_t{1} << 25;
 
 // Why torch handles a call on `self` along `dim` (nullopt: the whole tensor); `k` only for kthvalue.
@@ -57,7 +57,9 @@ std::optional<Fallback> why_torch_selects(const Tensor& self, std::optional<int6
   if (c10::isFloatingType(self.scalar_type()) && denormals_are_zero()) return Fallback::kDenormalsAreZero;
   if (!dim) {
     if (self.numel() < kMinElements) return Fallback::kSmall;  // empty included: torch's NaN
-    if (self.numel() > kMaxWholeTensorElements) return Fallback::kTooLong;
+    if (self.numel() > (self.element_size() == 8 ? kMaxWholeTensorElements / 2 : kMaxWholeTensorElements)) {
+      return Fallback::kTooLong;
+    }
     return std::nullopt;
   }
   if (self.dim() == 0) return Fallback::kSmall;
@@ -70,12 +72,6 @@ std::optional<Fallback> why_torch_selects(const Tensor& self, std::optional<int6
   if (self.stride(d) == 0 && n > 1) return Fallback::kZeroStride;
   const int64_t min_row_length = rule == SelectRule::kKthValue ? kMinKthValueRowLength : kMinMedianRowLength;
   if (self.numel() < kMinElements || n < min_row_length) return Fallback::kSmall;
-  // Rows of 8-bit elements this long hold each of their 256 values 8 times on average: their k-th
-  // value is tied, and Kwker would replay torch's quickselect after its attempt (0.97x-0.99x measured
-  // on 3 rows of 1M uint8).
-  if (rule == SelectRule::kKthValue && self.element_size() == 1 && n >= kMinTiedByteRowLength) {
-    return Fallback::kDeclined;
-  }
   if (n > kMaxSelectRowLength) return Fallback::kTooLong;
   return std::nullopt;
 }
@@ -87,9 +83,8 @@ bool writable(const Tensor& self, const Tensor& values, const Tensor& indices) {
          distinct(indices, self) && distinct(values, indices);
 }
 
-// Selects along `dim` into values / indices (shaped with dim kept, or dropped); false, nothing
-// written, where the core declines (kwker::select_rows).
-bool run_select(const Tensor& self, int64_t dim, SelectRule rule, int64_t k, const Tensor& values,
+// Selects along `dim` into values / indices (shaped with dim kept, or dropped).
+void run_select(const Tensor& self, int64_t dim, SelectRule rule, int64_t k, const Tensor& values,
                 const Tensor& indices, bool keepdim) {
   std::vector<int64_t> outer_sizes, input_strides, values_strides, indices_strides;
   for (int64_t d = 0; d < self.dim(); ++d) {
@@ -109,7 +104,7 @@ bool run_select(const Tensor& self, int64_t dim, SelectRule rule, int64_t k, con
   problem.input = {const_cast<void*>(self.const_data_ptr()), self.stride(dim), input_strides};
   problem.values = {values.mutable_data_ptr(), 0, values_strides};
   problem.indices = {indices.mutable_data_ptr(), 0, indices_strides};
-  return select_rows(problem);
+  select_rows(problem);
 }
 
 int64_t wrapped(int64_t dim, const Tensor& self) { return dim < 0 ? dim + self.dim() : dim; }
@@ -137,16 +132,13 @@ std::tuple<Tensor&, Tensor&> kthvalue_values(const Tensor& self, c10::SymInt k_s
     // torch's own resize (it keeps a dim-less out tensor's strides by unsqueezing it first); torch,
     // if it runs after all, finds the outputs already shaped and resizes nothing.
     at::native::_reduction_with_indices_allocate_or_resize_output(values, indices, self, dim, keepdim);
-    if (!writable(self, values, indices)) {
-      why = Fallback::kOutTensors;
-    } else if (!run_select(self, dim, SelectRule::kKthValue, k, values, indices, true)) {
-      why = Fallback::kDeclined;
-    }
+    if (!writable(self, values, indices)) why = Fallback::kOutTensors;
   }
   if (why) {
     call.fell_back(*why);
     return at::cpu::kthvalue_symint_outf(self, std::move(k_sym), dim, keepdim, values, indices);
   }
+  run_select(self, dim, SelectRule::kKthValue, k, values, indices, true);
   inject_fault_if_asked(SelectRule::kKthValue, indices);
   if (!keepdim) {
     values.squeeze_(dim);
@@ -182,7 +174,7 @@ std::tuple<Tensor&, Tensor&> median_dim_values(const Tensor& self, int64_t dim, 
     if constexpr (kRule == SelectRule::kMedian) return at::cpu::median_outf(self, dim, keepdim, values, indices);
     return at::cpu::nanmedian_outf(self, dim, keepdim, values, indices);
   }
-  run_select(self, dim, kRule, 0, values, indices, keepdim);  // medians are never declined
+  run_select(self, dim, kRule, 0, values, indices, keepdim);
   inject_fault_if_asked(kRule, indices);
   call.served();
   return {values, indices};

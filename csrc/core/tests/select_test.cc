@@ -145,20 +145,6 @@ uint64_t torch_median_of_all(DType d, bool ignore_nan, const std::vector<uint64_
   });
 }
 
-// Whether another element of the row compares equal (torch's comparator: NaNs equal, -0.0 == +0.0)
-// to its k-th smallest.
-bool kth_is_tied(DType d, int64_t k, const std::vector<uint64_t>& bits) {
-  return with_compare_type(d, [&]<typename C>(const auto& convert) -> bool {
-    const C kth = convert(bits[torch_select(d, SelectRule::kKthValue, k, bits)]);
-    int64_t equal = 0;
-    for (uint64_t b : bits) {
-      const C v = convert(b);
-      equal += v == kth || (oracle_isnan(v) && oracle_isnan(kth));
-    }
-    return equal > 1;
-  });
-}
-
 const char* rule_name(SelectRule rule) {
   switch (rule) {
     case SelectRule::kKthValue: return "kthvalue";
@@ -174,8 +160,7 @@ constexpr uint8_t kCanary = 0xA5;
 // columns + c] (columns == 1: one contiguous row; more: the rows run along dim 0 of a row-major
 // matrix, the tiled path). With a window, the rows are instead the data's sliding windows of that
 // length (row c holds data[c + i], as unfold makes them). Outputs are written `out_stride` apart between canaries. Compares every
-// row with torch; returns whether all agree. A declined problem (select_rows false) must be one the
-// contract allows to decline, and must leave every output untouched.
+// row with torch; returns whether all agree.
 bool check_select(DType d, SelectRule rule, int64_t k, const std::vector<uint64_t>& data, int64_t columns,
                   int64_t out_stride, const std::string& what, int64_t window = 0) {
   const int64_t n = window > 0 ? window : static_cast<int64_t>(data.size()) / columns;
@@ -198,16 +183,8 @@ bool check_select(DType d, SelectRule rule, int64_t k, const std::vector<uint64_
   p.input = {input.data(), element_stride, input_strides};
   p.values = {values.data(), 0, out_strides};
   p.indices = {indices.data(), 0, out_strides};
-  const bool served = kwker::select_rows(p);
-  if (!served) {
-    std::vector<uint64_t> row0(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) row0[i] = data[i * element_stride];
-    if (rule != SelectRule::kKthValue || columns < 8 || !kth_is_tied(d, k, row0)) {
-      ADD_FAILURE() << what << ": declined a problem select_rows must serve";
-      return false;
-    }
-  }
-  for (int64_t c = 0; c < columns && served; ++c) {
+  kwker::select_rows(p);
+  for (int64_t c = 0; c < columns; ++c) {
     std::vector<uint64_t> row(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) row[i] = data[i * element_stride + c];
     const int64_t expected = torch_select(d, rule, k, row);
@@ -222,7 +199,7 @@ bool check_select(DType d, SelectRule rule, int64_t k, const std::vector<uint64_
     }
   }
   for (int64_t o = 0; o < out_span; ++o) {
-    if (served && o % out_stride == 0 && o < columns * out_stride) continue;
+    if (o % out_stride == 0 && o < columns * out_stride) continue;
     const uint64_t canaries = 0xA5A5A5A5A5A5A5A5ull;
     if (static_cast<uint64_t>(indices[o]) != canaries || load_element(d, values.data(), o) != (canaries & dtype_mask(d))) {
       ADD_FAILURE() << what << ": wrote outside the outputs";
@@ -273,7 +250,6 @@ TEST(Select, ColumnsOfAMatrix) {
           check_select(d, SelectRule::kMedian, 0, data, 37, 3, what);
           check_select(d, SelectRule::kNanMedian, 0, data, 37, 1, what);
           check_select(d, SelectRule::kKthValue, n / 4 + 1, data, 37, 2, what);
-          // 7 rows are never declined: the tiled replay of tied rows runs.
           const std::vector<uint64_t> seven(data.begin(), data.begin() + n * 7);
           check_select(d, SelectRule::kKthValue, n / 4 + 1, seven, 7, 1, what + " 7 columns");
         }
@@ -372,44 +348,6 @@ TEST(Select, MedianOfAll) {
         }
       }
     }
-  });
-}
-
-// select_rows declines only kthvalue problems of 8 rows or more whose first row's k-th value is tied,
-// and then writes nothing.
-TEST(Select, DeclinesTiedKthValueOfEightRowsOrMore) {
-  for_each_isa([&](Isa) {
-    const std::vector<float> row = {3, 1, 2, 2, 5, 2, 7, 9, 2, 4};
-    std::vector<float> tied, distinct;
-    for (int r = 0; r < 8; ++r) {
-      tied.insert(tied.end(), row.begin(), row.end());
-      for (int i = 0; i < 10; ++i) distinct.push_back(static_cast<float>((i * 7) % 10 + 10 * r));
-    }
-    const int64_t n = 10;  // rows of 10: row 0 and its copies
-    auto serves = [&](const std::vector<float>& data, SelectRule rule, int64_t rows, int64_t k) {
-      const std::vector<int64_t> outer_sizes = {rows}, strides = {n}, out_strides = {1};
-      std::vector<float> values(8, -1.0f);
-      std::vector<int64_t> indices(8, -1);
-      kwker::SelectRowsProblem p{};
-      p.dtype = DType::kFloat32;
-      p.rule = rule;
-      p.k = k;
-      p.row_length = n;
-      p.outer_sizes = outer_sizes;
-      p.input = {const_cast<float*>(data.data()), 1, strides};
-      p.values = {values.data(), 0, out_strides};
-      p.indices = {indices.data(), 0, out_strides};
-      const bool served = kwker::select_rows(p);
-      const bool untouched = std::all_of(values.begin(), values.end(), [](float v) { return v == -1.0f; }) &&
-                             std::all_of(indices.begin(), indices.end(), [](int64_t i) { return i == -1; });
-      EXPECT_EQ(untouched, !served);
-      return served;
-    };
-    EXPECT_FALSE(serves(tied, SelectRule::kKthValue, 8, 4));   // the 4th smallest of row 0 is a 2 of four
-    EXPECT_TRUE(serves(tied, SelectRule::kKthValue, 8, 10));   // its largest, 9, occurs once
-    EXPECT_TRUE(serves(tied, SelectRule::kKthValue, 7, 4));    // few rows: replayed, not declined
-    EXPECT_TRUE(serves(tied, SelectRule::kMedian, 8, 0));
-    EXPECT_TRUE(serves(distinct, SelectRule::kKthValue, 8, 4));
   });
 }
 

@@ -40,11 +40,8 @@ struct SelectRowsProblem {
 // Rows longer than this go to torch (replays index in 32 bits).
 inline constexpr int64_t kMaxSelectRowLength = (int64_t{1} << 32) - 1;
 
-// Selects in every row and returns true; input and outputs must not overlap. Returns false, having
-// written nothing, when Kwker leaves the problem to the caller's (torch's) kernel: a kthvalue of 8
-// rows or more whose first row's k-th value is tied. Kwker would then replay torch's quickselect,
-// which is no faster than torch's own, after its attempt (measured 0.77x-0.87x).
-bool select_rows(const SelectRowsProblem& problem);
+// Selects in every row; input and outputs must not overlap.
+void select_rows(const SelectRowsProblem& problem);
 
 // torch's median() (ignore_nan false) or nanmedian() of n contiguous elements, 1 <= n <=
 // kMaxSelectRowLength, written to *value. median(): any NaN gives the type's quiet NaN; otherwise the

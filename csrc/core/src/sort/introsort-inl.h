@@ -28,6 +28,15 @@ void move_median_to_first(E* result, E* a, E* b, E* c) {
 // less), the right front at the previous element not greater; once the right stop is at or left of
 // the left stop the fronts have crossed and the left stop is the cut.
 
+// Where a partition cut, and whether its fronts met: stopped at the same element (one equal to the
+// pivot), which libstdc++ leaves where it is and returns; torch's quickselect (select_row-inl.h) swaps
+// it with itself and goes on, so its fronts end one element further apart.
+template <typename E>
+struct Cut {
+  E* at;
+  bool met;
+};
+
 // With the two blocks apart, swaps the k-th left stop (bit i: left_block[i]) with the k-th right
 // stop (bit i: right_top[-1 - i]) for k < the smaller count, clears those bits, and returns the bit of
 // the last right stop used. (A vector compress/expand version lost to this loop: the round trip
@@ -55,7 +64,7 @@ template <typename E>
 }
 
 template <typename Ops, typename E>
-E* mask_partition(E* first, E* last, const E pivot) {
+Cut<E> mask_partition(E* first, E* last, const E pivot) {
   E* left_block = first;
   uint64_t left_stops = Ops::not_less_mask(left_block, pivot);
   E* right_top = last;  // right_stops bit i stands for right_top[-1 - i]
@@ -79,19 +88,21 @@ E* mask_partition(E* first, E* last, const E pivot) {
   while (true) {
     while (left_stops == 0) {
       left_block += 64;
-      if (left_block >= bound) return bound;
+      if (left_block >= bound) return {bound, false};
       left_stops = Ops::not_less_mask(left_block, pivot);
     }
     E* f = left_block + __builtin_ctzll(left_stops);
-    if (f >= bound) return bound;
+    if (f >= bound) return {bound, false};
     left_stops &= left_stops - 1;
     while (right_stops == 0) {
       right_top -= 64;
-      if (right_top - 1 <= f) return f;
+      // Every element above right_top - 1 has been seen by the right front: f, if among them, did
+      // not stop it; if f is the next it would see, it stops there when not above the pivot.
+      if (right_top - 1 <= f) return {f, right_top - 1 == f && !Ops::less(pivot, *f)};
       right_stops = Ops::not_greater_mask_reversed(right_top - 64, pivot);
     }
     E* l = right_top - 1 - __builtin_ctzll(right_stops);
-    if (l <= f) return f;
+    if (l <= f) return {f, l == f};
     right_stops &= right_stops - 1;
     swap_values(*f, *l);
     bound = l;
@@ -104,13 +115,13 @@ E* mask_partition(E* first, E* last, const E pivot) {
 inline constexpr int64_t kMaskPartitionMinLength = 64;
 
 template <typename Ops, typename E>
-E* unguarded_partition(E* first, E* last, const E pivot) {
+Cut<E> unguarded_partition(E* first, E* last, const E pivot) {
   if (last - first >= kMaskPartitionMinLength) return mask_partition<Ops>(first, last, pivot);
   while (true) {
     while (Ops::less(*first, pivot)) ++first;
     --last;
     while (Ops::less(pivot, *last)) --last;
-    if (!(first < last)) return first;
+    if (!(first < last)) return {first, first == last};
     swap_values(*first, *last);
     ++first;
   }
@@ -144,7 +155,7 @@ void introsort_loop(E* first, E* last, int depth_limit, const Guide& guide) {
     --depth_limit;
     E* mid = first + (last - first) / 2;
     move_median_to_first<Ops>(first, first + 1, mid, last - 1);
-    E* cut = mask_partition<Ops>(first + 1, last, E(*first));
+    E* cut = mask_partition<Ops>(first + 1, last, E(*first)).at;
     if (last - cut <= kIntrosortThreshold && cut - first <= kIntrosortThreshold) {
       // Both parts are leaves: sorted back to back, so their independent work overlaps.
       Ops::sort_leaf(cut, last);
@@ -183,7 +194,7 @@ void libstdcxx_nth_element(E* first, E* nth, E* last) {
     --depth_limit;
     E* mid = first + (last - first) / 2;
     move_median_to_first<Ops>(first, first + 1, mid, last - 1);
-    E* cut = unguarded_partition<Ops>(first + 1, last, E(*first));
+    E* cut = unguarded_partition<Ops>(first + 1, last, E(*first)).at;
     if (cut <= nth) {
       first = cut;
     } else {

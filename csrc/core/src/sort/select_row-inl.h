@@ -141,14 +141,14 @@ void sedgewick_select(E* a, int64_t n, int64_t t) {
     if (greater(a[lo + 1], a[hi])) swap_values(a[lo + 1], a[hi]);
     if (greater(a[lo], a[hi])) swap_values(a[lo], a[hi]);
     if (greater(a[lo + 1], a[lo])) swap_values(a[lo + 1], a[lo]);
-    int64_t i = lo + 1, j = hi;
+    // Its partition, literally:
+    //   i = lo + 1, j = hi; while (true) { do ++i while (a[i] < pivot); do --j while (pivot < a[j]);
+    //                                      if (j < i) break; swap(a[i], a[j]); }
+    // makes the swaps of libstdc++'s (introsort-inl.h) on a[lo + 2, hi), guarded by a[lo + 1] <= pivot
+    // <= a[hi], and ends with j just below the cut; where the fronts met, i just above it.
     const E pivot = a[lo];
-    while (true) {
-      do ++i; while (greater(pivot, a[i]));
-      do --j; while (greater(a[j], pivot));
-      if (j < i) break;
-      swap_values(a[i], a[j]);
-    }
+    const Cut<E> cut = unguarded_partition<Ops>(a + lo + 2, a + hi, pivot);
+    const int64_t j = cut.at - a - 1, i = j + 1 + (cut.met ? 1 : 0);
     swap_values(a[lo], a[j]);
     if (j <= t) lo = i;
     if (j >= t) hi = j - 1;
@@ -234,13 +234,7 @@ void select_row_typed(const SelectJob& job) {
       rank = job.rule == SelectRule::kKthValue ? job.k - 1 : (n - 1) / 2;
     }
     const RankedElement e = rank_of(rank);
-    if (job.rule == SelectRule::kKthValue && e.equal_keys > 1) {
-      if (job.tied != nullptr) {  // the caller declines tied rows: no replay
-        *job.tied = true;
-        return;
-      }
-      return answer(kthvalue_by_quickselect(row, rank));
-    }
+    if (job.rule == SelectRule::kKthValue && e.equal_keys > 1) return answer(kthvalue_by_quickselect(row, rank));
     if constexpr (kFloat) {
       constexpr Bits kZeroKey = Bits(Bits(1) << (Format::key_bits - 1));
       if (job.whole && e.key == kZeroKey) *job.ambiguous |= has_both_zeros(row);

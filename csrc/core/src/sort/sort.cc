@@ -318,31 +318,15 @@ bool in_lanes(const SelectRowsProblem& p) {
 
 }  // namespace
 
-bool select_rows(const SelectRowsProblem& p) {
+void select_rows(const SelectRowsProblem& p) {
   const int64_t rows = row_count(p);
-  if (rows == 0) return true;
+  if (rows == 0) return;
   const RowKernels kernels = row_kernels_for(active_isa());
   const size_t element_size = dtype_size(p.dtype);
   const int64_t n = p.row_length;
-  int64_t first = 0;
-  // With fewer rows, the first row's attempt would be a large part of torch's time: Kwker serves.
-  constexpr int64_t kMinRowsToDecline = 8;
-  if (p.rule == SelectRule::kKthValue && rows >= kMinRowsToDecline) {  // row 0 decides
-    Workspace& ws = thread_workspace();
-    reserve_for_select(ws, p.dtype, n);
-    sort_detail::SelectJob job = select_job_for(p, ws);
-    bool tied = false;
-    job.tied = &tied;
-    const sort_detail::RowCursor<SelectRowsProblem> cursor(p, 0);
-    job.row.input = element_at(p.input, element_size, cursor.input());
-    point_outputs(job, p, cursor.values(), cursor.indices());
-    kernels.select_row(job);
-    if (tied) return false;
-    first = 1;
-  }
   const int64_t grain = std::max<int64_t>(1, 32768 / n);
   const bool in_tiles = tiled(p), lanes = in_lanes(p);
-  parallel_for(first, rows, grain, [&](int64_t begin, int64_t end) {
+  parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     Workspace& ws = thread_workspace();
     reserve_for_select(ws, p.dtype, n);
     sort_detail::SelectJob job = select_job_for(p, ws);
@@ -386,7 +370,6 @@ bool select_rows(const SelectRowsProblem& p) {
       kernels.select_row(job);
     }
   });
-  return true;
 }
 
 bool median_of_all(DType dtype, bool ignore_nan, const void* data, int64_t n, void* value) {

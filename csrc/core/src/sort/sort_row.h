@@ -50,7 +50,6 @@ struct SelectJob {
   int64_t k;
   bool whole;
   bool* ambiguous;
-  bool* tied;  // kthvalue: if set and the k-th key is tied, set to true instead of any output
 };
 
 // Rows up to this long whose neighbours are adjacent in memory (a select along dim 0 of a
