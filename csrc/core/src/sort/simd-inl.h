@@ -256,15 +256,23 @@ inline uint64_t stop_mask64(const uint64_t* p, uint64_t t) {
 template <bool kDescending, typename Value>
 inline uint64_t not_after_mask64(const Value* v, Value t) {
   constexpr int kPredicate = kDescending ? _CMP_NLT_UQ : _CMP_NGT_UQ;
-  constexpr int kLanes = 32 / sizeof(Value);
-  uint64_t bits = 0;
-  for (int i = 0; i < 64 / kLanes; ++i) {
-    int m;
+  constexpr int kLanes = 32 / sizeof(Value), kVectors = 64 / kLanes;
+  // Most blocks of topk's rows hold no element that passes: the compares' OR answers for them, and
+  // the bit mask (a movemask, shift and OR per vector) is built only for the others.
+  __m256 passes[kVectors];
+  for (int i = 0; i < kVectors; ++i) {
     if constexpr (sizeof(Value) == 4) {
-      m = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(v + kLanes * i), _mm256_set1_ps(t), kPredicate));
+      passes[i] = _mm256_cmp_ps(_mm256_loadu_ps(v + kLanes * i), _mm256_set1_ps(t), kPredicate);
     } else {
-      m = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(v + kLanes * i), _mm256_set1_pd(t), kPredicate));
+      passes[i] = _mm256_castpd_ps(_mm256_cmp_pd(_mm256_loadu_pd(v + kLanes * i), _mm256_set1_pd(t), kPredicate));
     }
+  }
+  __m256 any = passes[0];
+  for (int i = 1; i < kVectors; ++i) any = _mm256_or_ps(any, passes[i]);
+  if (_mm256_testz_ps(any, any)) return 0;
+  uint64_t bits = 0;
+  for (int i = 0; i < kVectors; ++i) {
+    const int m = sizeof(Value) == 4 ? _mm256_movemask_ps(passes[i]) : _mm256_movemask_pd(_mm256_castps_pd(passes[i]));
     bits |= static_cast<uint64_t>(m) << (kLanes * i);
   }
   return bits;
