@@ -43,8 +43,7 @@ constexpr int64_t kMinElements = 64;
 constexpr int64_t kMinMedianRowLength = 4;
 constexpr int64_t kMinKthValueRowLength = 5;
 // median()/nanmedian() of more elements go to torch: Kwker's per-thread work buffers (32 bytes per
-// element, 64 for 8-byte types; kept for later calls) would reach a gigabyte, torch's copy 4-8 bytes
-// per element.
+// element, kept for later calls) would reach a gigabyte, torch's copy 4-8 bytes per element.
 constexpr int64_t kMaxWholeTensorElements = int64_t{1} << 25;
 
 // Why torch handles a call on `self` along `dim` (nullopt: the whole tensor); `k` only for kthvalue.
@@ -57,9 +56,7 @@ std::optional<Fallback> why_torch_selects(const Tensor& self, std::optional<int6
   if (c10::isFloatingType(self.scalar_type()) && denormals_are_zero()) return Fallback::kDenormalsAreZero;
   if (!dim) {
     if (self.numel() < kMinElements) return Fallback::kSmall;  // empty included: torch's NaN
-    if (self.numel() > (self.element_size() == 8 ? kMaxWholeTensorElements / 2 : kMaxWholeTensorElements)) {
-      return Fallback::kTooLong;
-    }
+    if (self.numel() > kMaxWholeTensorElements) return Fallback::kTooLong;
     return std::nullopt;
   }
   if (self.dim() == 0) return Fallback::kSmall;

@@ -13,7 +13,7 @@
 // the parts left behind: the answer comes with its count of smaller and equal keys. A pivot that is
 // the range's least key would cut nothing: its equals are split off instead. The pivot is the median
 // of three, so each round removes at least one key; after 2 log2(n) + 8 rounds (unlucky pivots) the
-// rest goes to libstdc++'s introselect, O(n log n) at worst.
+// rest goes to a radix select, a byte at a time: O(n) at worst.
 // Exact by construction: the answer is a key of the input, at the asked rank of the multiset.
 
 inline constexpr int64_t kKeyLeafLength = 16;
@@ -59,21 +59,26 @@ KeyRank<K> rank_in_leaf(const K* keys, int64_t n, int64_t r) {
   }
 }
 
-// The worst-case bound: libstdc++'s introselect on (key, position), packed into distinct integers
-// for uint32 keys, as pairs for uint64. `work` holds 2 n uint64.
+// The worst-case bound: a radix select, a byte of the keys at a time from the top, O(n) per byte.
+// `work` holds n keys.
 template <typename K>
-KeyRank<K> rank_by_nth_element(const K* keys, int64_t n, int64_t r, uint64_t* work) {
-  K key;
-  if constexpr (sizeof(K) == 4) {
-    for (int64_t i = 0; i < n; ++i) work[i] = (uint64_t{keys[i]} << 32) | static_cast<uint64_t>(i);
-    libstdcxx_nth_element<PackedOps<PackedOrder::kByElement>>(work, work + r, work + n);
-    key = static_cast<K>(work[r] >> 32);
-  } else {
-    auto* pairs = reinterpret_cast<WideElement*>(work);
-    for (int64_t i = 0; i < n; ++i) pairs[i] = {keys[i], static_cast<uint64_t>(i)};
-    libstdcxx_nth_element<WideOps>(pairs, pairs + r, pairs + n);
-    key = pairs[r].key;
+KeyRank<K> rank_by_radix(const K* keys, int64_t n, int64_t r, K* work) {
+  const K* src = keys;
+  int64_t m = n, rank = r;
+  for (int shift = 8 * static_cast<int>(sizeof(K)) - 8; shift >= 0; shift -= 8) {
+    int64_t count[256] = {};
+    for (int64_t i = 0; i < m; ++i) ++count[(src[i] >> shift) & 0xFF];
+    K byte = 0;
+    for (; rank >= count[byte]; ++byte) rank -= count[byte];
+    int64_t kept = 0;  // in place from the second byte on: never written ahead of the reads
+    for (int64_t i = 0; i < m; ++i) {
+      work[kept] = src[i];
+      kept += ((src[i] >> shift) & 0xFF) == byte;
+    }
+    src = work;
+    m = kept;
   }
+  const K key = work[0];  // every key left is the answer
   int64_t less = 0, equal = 0;
   for (int64_t i = 0; i < n; ++i) {
     less += keys[i] < key;
@@ -83,37 +88,35 @@ KeyRank<K> rank_by_nth_element(const K* keys, int64_t n, int64_t r, uint64_t* wo
 }
 
 // The key of rank r (0-based) among keys[0..n), which are left as they are. `scratch` holds
-// 4 n + 64 keys and is 8-byte aligned.
+// 2 n + 2 kPartitionGap keys.
 template <typename K>
 KeyRank<K> select_key(const K* keys, int64_t n, int64_t r, K* scratch) {
-  // Two areas taking turns as destination, each a below part and an above part with room for the
-  // partition's overrun.
-  const int64_t part = n + 16, area = 2 * part;
+  // Two areas taking turns as destination, each with the part below the pivot at its front and the
+  // part above at its back (partition_below).
+  const int64_t area = n + kPartitionGap;
   const K* src = keys;
   K* dst = scratch;
   int64_t less = 0;
   int rounds = introsort_depth_limit(n) + 8;
   while (n > kKeyLeafLength) {
     if (rounds-- == 0) {
-      KeyRank<K> k = rank_by_nth_element(src, n, r, reinterpret_cast<uint64_t*>(dst));
+      KeyRank<K> k = rank_by_radix(src, n, r, dst);
       k.less += less;
       return k;
     }
     const K x = src[0], y = src[n / 2], z = src[n - 1];
     const K pivot = std::max(std::min(x, y), std::min(std::max(x, y), z));
-    K* const below_part = dst;
-    K* const above_part = dst + part;
-    int64_t below = partition_below(src, n, pivot, below_part, above_part);
+    int64_t below = partition_below(src, n, pivot, dst);
     if (r < below) {
-      src = below_part;
+      src = dst;
       n = below;
     } else {
       if (below == 0) {  // the pivot is the least key: the part above it is its equals and the rest
         if (pivot == ~K{0}) return {pivot, less, n};
-        below = partition_below(src, n, pivot + 1, below_part, above_part);
+        below = partition_below(src, n, pivot + 1, dst);
         if (r < below) return {pivot, less, below};
       }
-      src = above_part;
+      src = dst + below + kPartitionGap;
       n -= below;
       r -= below;
       less += below;

@@ -20,8 +20,7 @@
 //    leaves at the front of equal elements: replayed (introsort-inl.h).
 //  - kthvalue: torch's quickselect has no tie-break. When K is the key of one element only, every
 //    correct selection returns that element; otherwise torch's quickselect is replayed step for step.
-// Cost: one pass over the row plus O(s + n / sqrt(s)) for the sample and candidates. Rows of 64-bit
-// keys need work buffers of 4 n uint64 (select's caller reserves them).
+// Cost: one pass over the row plus O(s + n / sqrt(s)) for the sample and candidates.
 
 // Rows shorter than this keep every element as a candidate: the sample costs more than it saves.
 inline constexpr int64_t kSampledMinLength = 2048;
@@ -45,7 +44,7 @@ inline SampleRanks bracket_ranks(int64_t n, int64_t s, int64_t r) {
 }
 
 // The bracket of a row of n keys for the rank `rank_for(NaNs)` (the rank may depend on how many NaNs
-// the row holds, estimated from the sample's). `sample` holds s + 16 keys, `scratch` 4 s + 64.
+// the row holds, estimated from the sample's). `sample` holds s + 16 keys, `scratch` 2 s + 32.
 template <typename Bits, typename KeyAt, typename RankFor, typename K>
 Bracket bracket_keys(int64_t n, const KeyAt& key_at, const RankFor& rank_for, K* sample, K* scratch) {
   constexpr auto kTopKey = static_cast<K>(static_cast<Bits>(~Bits(0)));

@@ -11,10 +11,11 @@
 //                          order (ascending: !(v[i] > t), descending: !(v[i] < t)); so a NaN on
 //                          either side sets it. topk's heap offers only these elements.
 // swap_block_with_reversed64(a, b): swaps a[i] with b[63 - i] for i in [0, 64); a and b are disjoint.
-// partition_below(in, n, pivot, below, above): copies the elements (uint64 or uint32) of in[0..n) less
-//                          than `pivot` to below[0..) and the others to above[0..), each in their
-//                          order; returns how many are below. May write up to 15 elements past the end
-//                          of either part.
+// partition_below(in, n, pivot, out): copies the elements (uint64 or uint32) of in[0..n) less than
+//                          `pivot` to out[0, b) and the others to out[b + 16, n + 16), in no
+//                          particular order; returns b. The parts grow towards each other, a vector
+//                          at a time, from both ends of out[0, n + 16): the lanes of each store that
+//                          belong to the other part land in the gap between them.
 // keep_between(keys, n, lo, width, first, kept, positions): appends the uint32 or uint64 keys[i] with
 //                          key - lo <= width (unsigned) to kept[0..), in order, and their uint32
 //                          positions first + i to positions[0..); returns how many. May write up to 15 elements
@@ -30,13 +31,15 @@ enum class Stops { kNotBelow, kNotAbove };
 // partition_below's and keep_between's element loops, from element i with the first counts already
 // placed: the stores always happen, so there is no branch on the data. Every ISA's tail, and the
 // scalar variant.
+inline constexpr int64_t kPartitionGap = 16;
+
 template <typename E>
-inline int64_t partition_below_from(const E* in, int64_t i, int64_t n, E pivot, E* below, int64_t nb, E* above,
-                                    int64_t na) {
+inline int64_t partition_below_from(const E* in, int64_t i, int64_t n, E pivot, E* out, int64_t nb, int64_t na) {
+  E* const top = out + n + kPartitionGap;
   for (; i < n; ++i) {
     const E x = in[i];
-    below[nb] = x;
-    above[na] = x;
+    out[nb] = x;
+    top[-1 - na] = x;
     nb += x < pivot;
     na += !(x < pivot);
   }
@@ -109,35 +112,40 @@ inline void swap_block_with_reversed64(uint64_t* a, uint64_t* b) {
   }
 }
 
-inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, uint64_t* below, uint64_t* above) {
+inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, uint64_t* out) {
   const __m512i p = _mm512_set1_epi64(static_cast<long long>(pivot));
+  uint64_t* const top = out + n + kPartitionGap;
   int64_t nb = 0, na = 0, i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m512i v = _mm512_loadu_si512(in + i);
     const __mmask8 m = _mm512_cmplt_epu64_mask(v, p);
-    // Compressed in a register, stored whole: the masked compress-store is slow on several cores.
-    _mm512_storeu_si512(below + nb, _mm512_maskz_compress_epi64(m, v));
-    _mm512_storeu_si512(above + na, _mm512_maskz_compress_epi64(static_cast<__mmask8>(~m), v));
     const int c = __builtin_popcount(m);
+    // Compressed in a register, stored whole: the masked compress-store is slow on several cores. The
+    // others go to the top c.. 7 lanes, the part above growing down.
+    _mm512_storeu_si512(out + nb, _mm512_maskz_compress_epi64(m, v));
+    _mm512_storeu_si512(top - na - 8, _mm512_maskz_expand_epi64(static_cast<__mmask8>(0xFFu << c),
+                                                                 _mm512_maskz_compress_epi64(static_cast<__mmask8>(~m), v)));
     nb += c;
     na += 8 - c;
   }
-  return partition_below_from(in, i, n, pivot, below, nb, above, na);
+  return partition_below_from(in, i, n, pivot, out, nb, na);
 }
 
-inline int64_t partition_below(const uint32_t* in, int64_t n, uint32_t pivot, uint32_t* below, uint32_t* above) {
+inline int64_t partition_below(const uint32_t* in, int64_t n, uint32_t pivot, uint32_t* out) {
   const __m512i p = _mm512_set1_epi32(static_cast<int>(pivot));
+  uint32_t* const top = out + n + kPartitionGap;
   int64_t nb = 0, na = 0, i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512i v = _mm512_loadu_si512(in + i);
     const __mmask16 m = _mm512_cmplt_epu32_mask(v, p);
-    _mm512_storeu_si512(below + nb, _mm512_maskz_compress_epi32(m, v));
-    _mm512_storeu_si512(above + na, _mm512_maskz_compress_epi32(static_cast<__mmask16>(~m), v));
     const int c = __builtin_popcount(m);
+    _mm512_storeu_si512(out + nb, _mm512_maskz_compress_epi32(m, v));
+    _mm512_storeu_si512(top - na - 16, _mm512_maskz_expand_epi32(static_cast<__mmask16>(0xFFFFu << c),
+                                                                  _mm512_maskz_compress_epi32(static_cast<__mmask16>(~m), v)));
     nb += c;
     na += 16 - c;
   }
-  return partition_below_from(in, i, n, pivot, below, nb, above, na);
+  return partition_below_from(in, i, n, pivot, out, nb, na);
 }
 
 inline int64_t keep_between(const uint32_t* keys, int64_t n, uint32_t lo, uint32_t width, uint32_t first,
@@ -293,17 +301,20 @@ inline void swap_block_with_reversed64(uint64_t* a, uint64_t* b) {
   }
 }
 
-// Lane indices (as 32-bit pairs) that move the 64-bit lanes set in a 4-bit mask to the front.
+// Lane indices (as 32-bit pairs) that move the 64-bit lanes set in a 4-bit mask to the front, in
+// order, and the others behind them.
 struct CompressTable {
   alignas(32) int32_t lanes[16][8];
   constexpr CompressTable() : lanes{} {
     for (int m = 0; m < 16; ++m) {
       int k = 0;
-      for (int lane = 0; lane < 4; ++lane) {
-        if (m & (1 << lane)) {
-          lanes[m][2 * k] = 2 * lane;
-          lanes[m][2 * k + 1] = 2 * lane + 1;
-          ++k;
+      for (int set = 1; set >= 0; --set) {
+        for (int lane = 0; lane < 4; ++lane) {
+          if (((m >> lane) & 1) == set) {
+            lanes[m][2 * k] = 2 * lane;
+            lanes[m][2 * k + 1] = 2 * lane + 1;
+            ++k;
+          }
         }
       }
     }
@@ -311,35 +322,42 @@ struct CompressTable {
 };
 inline constexpr CompressTable kCompress{};
 
-// The 64-bit lanes of v set in the 4-bit mask m, moved to the front.
+// The 64-bit lanes of v set in the 4-bit mask m, moved to the front; the others behind them.
 inline __m256i compressed64(__m256i v, int m) {
   return _mm256_permutevar8x32_epi32(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(kCompress.lanes[m])));
 }
 
-inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, uint64_t* below, uint64_t* above) {
+// One permutation puts the keys below the pivot in the first lanes and the others in the last: the
+// same vector is stored at the front of the part below, and where its last lanes end the part above.
+inline int64_t partition_below(const uint64_t* in, int64_t n, uint64_t pivot, uint64_t* out) {
   const __m256i p = biased(_mm256_set1_epi64x(static_cast<long long>(pivot)));
+  uint64_t* const top = out + n + kPartitionGap;
   int64_t nb = 0, na = 0, i = 0;
   for (; i + 4 <= n; i += 4) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
     const int m = static_cast<int>(lane_bits(_mm256_cmpgt_epi64(p, biased(v))));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(below + nb), compressed64(v, m));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(above + na), compressed64(v, ~m & 15));
+    const __m256i parted = compressed64(v, m);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + nb), parted);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(top - na - 4), parted);
     const int c = __builtin_popcount(static_cast<unsigned>(m));
     nb += c;
     na += 4 - c;
   }
-  return partition_below_from(in, i, n, pivot, below, nb, above, na);
+  return partition_below_from(in, i, n, pivot, out, nb, na);
 }
 
-// For each 8-bit mask, the lanes set in it, first to last, as 4-bit fields: the permutation that
-// moves those 32-bit lanes to the front (1 KiB, where a table of whole vectors takes 8).
+// For each 8-bit mask, the lanes set in it, first to last, then the others, as 4-bit fields: the
+// permutation that moves those 32-bit lanes to the front and the others behind them (1 KiB, where a
+// table of whole vectors takes 8).
 struct CompressTable32 {
   uint32_t lanes[256];
   constexpr CompressTable32() : lanes{} {
     for (int m = 0; m < 256; ++m) {
       int k = 0;
-      for (int lane = 0; lane < 8; ++lane) {
-        if (m & (1 << lane)) lanes[m] |= static_cast<uint32_t>(lane) << (4 * k++);
+      for (int set = 1; set >= 0; --set) {
+        for (int lane = 0; lane < 8; ++lane) {
+          if (((m >> lane) & 1) == set) lanes[m] |= static_cast<uint32_t>(lane) << (4 * k++);
+        }
       }
     }
   }
@@ -352,22 +370,23 @@ inline __m256i compress_lanes32(int m) {
   return _mm256_and_si256(fields, _mm256_set1_epi32(7));
 }
 
-inline int64_t partition_below(const uint32_t* in, int64_t n, uint32_t pivot, uint32_t* below, uint32_t* above) {
+inline int64_t partition_below(const uint32_t* in, int64_t n, uint32_t pivot, uint32_t* out) {
   // Signed compares only: flipping the top bit of both sides orders them unsigned.
   const __m256i flip = _mm256_set1_epi32(INT32_MIN);
   const __m256i p = _mm256_xor_si256(_mm256_set1_epi32(static_cast<int>(pivot)), flip);
+  uint32_t* const top = out + n + kPartitionGap;
   int64_t nb = 0, na = 0, i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
     const int m = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(p, _mm256_xor_si256(v, flip))));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(below + nb), _mm256_permutevar8x32_epi32(v, compress_lanes32(m)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(above + na),
-                        _mm256_permutevar8x32_epi32(v, compress_lanes32(~m & 0xFF)));
+    const __m256i parted = _mm256_permutevar8x32_epi32(v, compress_lanes32(m));  // as for uint64
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + nb), parted);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(top - na - 8), parted);
     const int c = __builtin_popcount(static_cast<unsigned>(m));
     nb += c;
     na += 8 - c;
   }
-  return partition_below_from(in, i, n, pivot, below, nb, above, na);
+  return partition_below_from(in, i, n, pivot, out, nb, na);
 }
 
 inline int64_t keep_between(const uint32_t* keys, int64_t n, uint32_t lo, uint32_t width, uint32_t first,
@@ -467,8 +486,8 @@ inline void swap_block_with_reversed64(uint64_t* a, uint64_t* b) {
 }
 
 template <typename E>
-inline int64_t partition_below(const E* in, int64_t n, E pivot, E* below, E* above) {
-  return partition_below_from(in, 0, n, pivot, below, 0, above, 0);
+inline int64_t partition_below(const E* in, int64_t n, E pivot, E* out) {
+  return partition_below_from(in, 0, n, pivot, out, 0, 0);
 }
 
 template <typename K>

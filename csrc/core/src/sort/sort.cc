@@ -283,12 +283,6 @@ void topk_rows(const TopKRowsProblem& p) {
 
 namespace {
 
-// Work buffers for a select's rows: the bare-key quickselect of 64-bit keys needs 4 n uint64 each
-// (select_row-inl.h), other rows 2 n.
-void reserve_for_select(Workspace& ws, DType dtype, int64_t n) {
-  ws.reserve(dtype_size(dtype) == 8 ? 2 * n : n);
-}
-
 sort_detail::SelectJob select_job_for(const SelectRowsProblem& p, Workspace& ws) {
   sort_detail::SelectJob job{};
   job.rule = p.rule;
@@ -328,7 +322,7 @@ void select_rows(const SelectRowsProblem& p) {
   const bool in_tiles = tiled(p), lanes = in_lanes(p);
   parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     Workspace& ws = thread_workspace();
-    reserve_for_select(ws, p.dtype, n);
+    ws.reserve(n);
     sort_detail::SelectJob job = select_job_for(p, ws);
     sort_detail::RowCursor<SelectRowsProblem> cursor(p, begin);
     if (lanes) {
@@ -374,7 +368,7 @@ void select_rows(const SelectRowsProblem& p) {
 
 bool median_of_all(DType dtype, bool ignore_nan, const void* data, int64_t n, void* value) {
   Workspace& ws = thread_workspace();
-  reserve_for_select(ws, dtype, n);
+  ws.reserve(n);
   const int64_t no_strides[1] = {0};
   SelectRowsProblem p{};
   p.dtype = dtype;

@@ -23,8 +23,7 @@ struct RowJob {
   int64_t values_stride;
   int64_t* indices;
   int64_t indices_stride;
-  // Two work buffers of 2 * n uint64 each (4 * n for selects of 64-bit keys), with kPad readable
-  // elements before and after.
+  // Two work buffers of 2 * n uint64 each, with kPad readable elements before and after.
   uint64_t* buffer_a;
   uint64_t* buffer_b;
   // Shared by the rows of one call: set (atomically) once a row in torch's unstable order has many

@@ -180,8 +180,7 @@ bool topk_by_threshold(const TopKJob& job, const Row<Format, kDescending>& row, 
     for (uint64_t m = may_hold(i, threshold); m != 0; m &= m - 1) keep(i + __builtin_ctzll(m));
   }
   for (; i < n; ++i) keep(i);
-  // select_key's scratch (4 count + 64 keys) within buffer_b's 2 n + kPad uint64.
-  if (count <= k || (4 * count + 64) * static_cast<int64_t>(sizeof(K)) > (2 * n + kPad) * 8) return false;
+  if (count <= k) return false;
   const KeyRank<K> boundary = select_key(keys, count, k, scratch);
   if (boundary.less != k) return false;
   // The k keys below the boundary as (key, position) elements, sorted.
