@@ -200,12 +200,20 @@ inline constexpr int64_t kKeepBlock = 512;
 template <typename Bits, typename KeyAt, typename K = BareKey<Bits>>
 KeptKeys<K> keep_keys(int64_t n, const KeyAt& key_at, Bracket b, K* out) {
   constexpr auto kTopKey = static_cast<K>(static_cast<Bits>(~Bits(0)));
+  // Counts as wide as the keys, a block at a time: the loops stay in the keys' vector lanes (int64
+  // counts of 32-bit keys cost a widening per vector).
+  using Count = std::conditional_t<sizeof(K) == 4, uint32_t, uint64_t>;
   if (b.lo == 0 && b.hi == kTopKey) {
     int64_t top = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const K k = key_at(i);
-      out[i] = k;
-      top += k == kTopKey;
+    for (int64_t start = 0; start < n; start += kKeepBlock) {
+      const int64_t end = std::min(n, start + kKeepBlock);
+      Count block_top = 0;
+      for (int64_t i = start; i < end; ++i) {
+        const K k = key_at(i);
+        out[i] = k;
+        block_top += k == kTopKey;
+      }
+      top += static_cast<int64_t>(block_top);
     }
     return {out, nullptr, n, 0, top};
   }
@@ -215,12 +223,15 @@ KeptKeys<K> keep_keys(int64_t n, const KeyAt& key_at, Bracket b, K* out) {
   int64_t count = 0, below = 0, top = 0;
   for (int64_t start = 0; start < n; start += kKeepBlock) {
     const int64_t length = std::min(kKeepBlock, n - start);
+    Count block_below = 0, block_top = 0;
     for (int64_t j = 0; j < length; ++j) {
       const K k = key_at(start + j);
       block[j] = k;
-      below += k < lo;
-      top += k == kTopKey;
+      block_below += k < lo;
+      block_top += k == kTopKey;
     }
+    below += static_cast<int64_t>(block_below);
+    top += static_cast<int64_t>(block_top);
     count += keep_between(block, length, lo, width, static_cast<uint32_t>(start), out + count, positions + count);
   }
   return {out, positions, count, below, top};
