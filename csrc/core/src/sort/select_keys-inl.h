@@ -134,10 +134,10 @@ int64_t find_equal(const K* keys, int64_t n, K key, int64_t j) {
   constexpr int64_t kBlock = 64;
   int64_t start = 0;
   for (; start + kBlock <= n; start += kBlock) {
-    int64_t count = 0;  // a count first, which vectorises: most blocks are passed over
+    K count = 0;  // a count first, which vectorises (in the keys' lanes): most blocks are passed over
     for (int64_t i = 0; i < kBlock; ++i) count += keys[start + i] == key;
-    if (j < count) break;
-    j -= count;
+    if (j < static_cast<int64_t>(count)) break;
+    j -= static_cast<int64_t>(count);
   }
   for (int64_t i = start;; ++i) {
     if (keys[i] == key && j-- == 0) return i;

@@ -158,7 +158,7 @@ void sedgewick_select(E* a, int64_t n, int64_t t) {
 template <typename Format>
 int64_t kthvalue_by_quickselect(const Row<Format, false>& row, int64_t t) {
   int64_t position = 0;
-  with_row_elements(row, [&]<typename Ops>(auto* a) {
+  with_row_elements(row, [&]<typename Ops>(auto* a, uint64_t) {
     sedgewick_select<Ops>(a, row.job.n, t);
     position = static_cast<int64_t>(Ops::position(a[t]));
   });

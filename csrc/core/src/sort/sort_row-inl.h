@@ -99,19 +99,19 @@ void fill_wide(const Row<Format, kDescending>& row, uint64_t lo, WideElement* ou
 }
 
 // The row's elements in work buffer a, in torch's comparator order (by key, no tie-break), for a
-// replay: packed when the row's key range fits 32 bits, else (key, position) pairs. Calls
-// f.template operator()<Ops>(elements) with the matching Ops.
+// replay: packed when the row's key range fits 32 bits, else (key, position) pairs, each key less
+// the row's least, lo. Calls f.template operator()<Ops>(elements, lo) with the matching Ops.
 template <typename Format, bool kDescending, typename F>
 void with_row_elements(const Row<Format, kDescending>& row, const F& f) {
   const KeyScan scan = scan_keys(row);
   if (scan.hi - scan.lo <= kLowHalf) {
     uint64_t* a = row.job.buffer_a;
     fill_packed(row, scan.lo, a);
-    f.template operator()<PackedOps<PackedOrder::kByKey>>(a);
+    f.template operator()<PackedOps<PackedOrder::kByKey>>(a, scan.lo);
   } else if constexpr (Format::key_bits == 64) {
     auto* a = reinterpret_cast<WideElement*>(row.job.buffer_a);
     fill_wide(row, scan.lo, a);
-    f.template operator()<WideOps>(a);
+    f.template operator()<WideOps>(a, scan.lo);
   }
 }
 

@@ -126,17 +126,25 @@ void topk_by_heap(int64_t n, int64_t k, const KeyAt& key_at, const BlockTest& ma
   sort_heap<WideOps>(heap, k);
 }
 
-// The k selected elements (`selected`, in output order) to the job's outputs.
+// The k selected elements (`selected`, in output order; an element's key is Ops::radix_key + lo) to
+// the job's outputs. A value is rebuilt from its key (bits_of_key) wherever the key names one value,
+// every key but NaN's and zero's, and read from the input only for those: the positions are in no
+// order, and reading each is a cache miss in long rows.
 template <typename Format, bool kDescending, typename Ops>
-void write_topk(const TopKJob& job, const Row<Format, kDescending>& row,
-                const typename Ops::Element* selected) {
+void write_topk(const TopKJob& job, const Row<Format, kDescending>& row, const typename Ops::Element* selected,
+                uint64_t lo = 0) {
   using Bits = typename Format::Bits;
+  constexpr bool kFloat = Format::kind == KeyKind::kFloat;
+  const Bits nan_key = sort_key<Format, kDescending>(Bits(Format::inf_bits | 1));
+  const Bits zero_key = sort_key<Format, kDescending>(Bits{0});
   Bits* values = static_cast<Bits*>(job.row.values);
   const int64_t k = job.k, vs = job.row.values_stride, is = job.row.indices_stride;
   for (int64_t i = 0; i < k; ++i) {
     const auto position = static_cast<int64_t>(Ops::position(selected[i]));
+    const auto key = static_cast<Bits>(Ops::radix_key(selected[i]) + lo);
     job.row.indices[i * is] = position;
-    values[i * vs] = topk_value<Format>(row.input(position));
+    values[i * vs] = !kFloat || (key != nan_key && key != zero_key) ? bits_of_key<Format, kDescending>(key)
+                                                                    : topk_value<Format>(row.input(position));
   }
 }
 
@@ -303,9 +311,9 @@ void topk_row_typed(const TopKJob& job) {
   }
   if (selected == Outcome::kWritten) return;
   if (selected == Outcome::kInElements) return write_topk<Format, kDescending, WideOps>(job, row, elements);
-  with_row_elements(row, [&]<typename Ops>(auto* a) {
+  with_row_elements(row, [&]<typename Ops>(auto* a, uint64_t lo) {
     topk_by_selection<Ops>(a, n, k, job.sorted);
-    write_topk<Format, kDescending, Ops>(job, row, a);
+    write_topk<Format, kDescending, Ops>(job, row, a, lo);
   });
 }
 
