@@ -210,11 +210,19 @@ bool topk_by_threshold(const TopKJob& job, const Row<Format, kDescending>& row, 
     }
     m += keys[j] < boundary.key;
   }
-  libstdcxx_introsort<Ops>(smallest, k);
-  for (int64_t j = 1; j < k; ++j) {
-    if (key_of(smallest[j - 1]) == key_of(smallest[j])) return false;
+  // Sorted as the sort kernel sorts rows (sort_row-inl.h): past kShortRowLength by a radix sort on the
+  // key, which leaves distinct keys in the same order as the introsort.
+  const typename Ops::Element* sorted = smallest;
+  if (k > kShortRowLength) {
+    auto* other = reinterpret_cast<typename Ops::Element*>(job.row.buffer_a);  // the kept keys are done with
+    sorted = radix_sort<Ops>(smallest, other, k, key_bits_for_range(boundary.key));
+  } else {
+    libstdcxx_introsort<Ops>(smallest, k);
   }
-  write_topk<Format, kDescending, Ops>(job, row, smallest);
+  for (int64_t j = 1; j < k; ++j) {
+    if (key_of(sorted[j - 1]) == key_of(sorted[j])) return false;
+  }
+  write_topk<Format, kDescending, Ops>(job, row, sorted);
   return true;
 }
 
