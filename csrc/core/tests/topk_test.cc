@@ -217,8 +217,9 @@ TEST(TopK, LongRowsOfTiesAndVocabularies) {
 }
 
 // Rows whose sample misleads topk's threshold: the sampled runs (16 consecutive keys from j * (n - 16)
-// / runs, runs = select_keys-inl.h's sample_size(n) / 16) hold the row's smallest keys, so the
-// threshold keeps fewer than k + 1 keys and Kwker must fall back to libstdc++'s moves.
+// / runs rounded down to a multiple of 16, runs = select_keys-inl.h's sample_size(n) / 16) hold the
+// row's smallest keys, so the threshold keeps fewer than k + 1 keys and Kwker must fall back to
+// libstdc++'s moves.
 TEST(TopK, RowsWhoseSampleMisleads) {
   for_each_isa([&](Isa) {
     for (DType d : {DType::kFloat32, DType::kInt32, DType::kFloat64, DType::kInt64}) {
@@ -227,7 +228,7 @@ TEST(TopK, RowsWhoseSampleMisleads) {
         const int64_t runs = std::clamp<int64_t>(static_cast<int64_t>(root * root), 64, 4096) / 16;
         std::vector<bool> sampled(static_cast<size_t>(n), false);
         for (int64_t j = 0; j < runs; ++j) {
-          for (int64_t i = 0; i < 16; ++i) sampled[static_cast<size_t>(j * (n - 16) / runs + i)] = true;
+          for (int64_t i = 0; i < 16; ++i) sampled[static_cast<size_t>(j * (n - 16) / runs / 16 * 16 + i)] = true;
         }
         const int64_t in_sample = std::count(sampled.begin(), sampled.end(), true);
         std::vector<uint64_t> data(static_cast<size_t>(n));

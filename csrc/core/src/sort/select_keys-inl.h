@@ -162,14 +162,15 @@ int64_t sample_keys(int64_t n, const KeyAt& key_at, K* sample) {
   return s;
 }
 
-// The same number of keys in evenly spaced runs of kSampleRun consecutive keys: a cache line per run,
-// not per key, for rows read from memory.
+// The same number of keys in evenly spaced runs of kSampleRun consecutive keys, each starting at a
+// multiple of kSampleRun: for 32-bit keys in a row that starts on a cache line (torch's allocations
+// do), one line per run, not one per key, for rows read from memory.
 inline constexpr int64_t kSampleRun = 16;
 template <typename KeyAt, typename K>
 int64_t sample_key_runs(int64_t n, const KeyAt& key_at, K* sample) {
   const int64_t runs = sample_size(n) / kSampleRun;
   for (int64_t j = 0; j < runs; ++j) {
-    const int64_t start = j * (n - kSampleRun) / runs;
+    const int64_t start = j * (n - kSampleRun) / runs / kSampleRun * kSampleRun;
     for (int64_t i = 0; i < kSampleRun; ++i) sample[j * kSampleRun + i] = static_cast<K>(key_at(start + i));
   }
   return runs * kSampleRun;
