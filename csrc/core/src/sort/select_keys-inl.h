@@ -35,13 +35,7 @@ inline void leaf_masks(const uint32_t* keys, uint32_t x, uint64_t* below, uint64
   key_masks64<kKeyLeafLength>(keys, x, below, equal);
 }
 inline void leaf_masks(const uint64_t* keys, uint64_t x, uint64_t* below, uint64_t* equal) {
-  uint64_t b = 0, e = 0;
-  for (int j = 0; j < kKeyLeafLength; ++j) {
-    b |= uint64_t{keys[j] < x} << j;
-    e |= uint64_t{keys[j] == x} << j;
-  }
-  *below = b;
-  *equal = e;
+  key_masks64_by_element<kKeyLeafLength>(keys, x, below, equal);
 }
 
 // Ranks keys[0..n), n <= kKeyLeafLength, by counting: the key with `r` in [less, less + equal).

@@ -56,6 +56,19 @@ inline int64_t keep_between_from(const K* keys, int64_t i, int64_t n, K lo, K wi
   }
   return count;
 }
+// key_masks64's element loop, for keys of either width: the scalar variant, and uint64 keys (the
+// bare-key select's leaves) on every ISA.
+template <int kCount, typename K>
+inline void key_masks64_by_element(const K* keys, K x, uint64_t* below, uint64_t* equal) {
+  uint64_t b = 0, e = 0;
+  for (int j = 0; j < kCount; ++j) {
+    b |= uint64_t{keys[j] < x} << j;
+    e |= uint64_t{keys[j] == x} << j;
+  }
+  *below = b;
+  *equal = e;
+}
+
 #if defined(KWKER_ISA_AVX512)
 
 template <Stops kStops, bool kPairs, bool kReversed>
@@ -497,13 +510,7 @@ inline int64_t keep_between(const K* keys, int64_t n, K lo, K width, uint32_t fi
 
 template <int kCount>
 inline void key_masks64(const uint32_t* keys, uint32_t x, uint64_t* below, uint64_t* equal) {
-  uint64_t b = 0, e = 0;
-  for (int j = 0; j < kCount; ++j) {
-    b |= uint64_t{keys[j] < x} << j;
-    e |= uint64_t{keys[j] == x} << j;
-  }
-  *below = b;
-  *equal = e;
+  key_masks64_by_element<kCount>(keys, x, below, equal);
 }
 
 template <bool kByWholeElement>
