@@ -75,6 +75,16 @@ def test_distributions(isa, dtype, dist):
     check_all_variants(x, ks=(1, 2, 10, 11, 50, 350, 700), context=dist)
 
 
+@pytest.mark.parametrize("dtype,dist", [pytest.param(d, dist, id=f"{NAMES[d]}-{dist}")
+                                        for d in (torch.float32, torch.int32) for dist in sortdata.applicable(d)])
+def test_short_row_distributions(isa, dtype, dist):
+    """Short rows of 32-bit elements, whose keys are loaded a vector at a time with the last part
+    masked: every distribution, at lengths around the vector widths."""
+    for n in (7, 8, 9, 15, 16, 17, 31, 33, 63):
+        x = sortdata.make(dtype, (max(4, 128 // n), n), dist, seed=n)
+        check_all_variants(x, ks=sorted({1, 2, n // 2, n}), context=f"{dist} n={n}")
+
+
 @pytest.mark.parametrize("dtype,dist", [
     pytest.param(d, dist, id=f"{NAMES[d]}-{dist}")
     for d in (torch.float32, torch.bfloat16, torch.float16, torch.int32)

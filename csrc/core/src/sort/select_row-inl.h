@@ -244,7 +244,7 @@ void select_row_typed(const SelectJob& job) {
     if constexpr (sizeof(Bits) <= 4) {
       if (n <= kShortRowMaskLength) {
         ShortRowKeys keys;
-        keys.load(n, key_at);
+        keys.load(row);
         return decide([&keys] { return short_row_nans<Bits>(keys); },
                       [&keys](int64_t r) { return short_row_rank(keys, r); });
       }

@@ -22,6 +22,11 @@
 //                          past the end of either.
 // key_masks64<kCount>(keys, x, below, equal): bit j of *below (*equal) set iff keys[j] < x (== x), for
 //                          j < kCount, a multiple of 16 up to 64; short rows of select rank by it.
+// load_keys_tail(in, count, out): the 32-bit in[0..count), 0 < count < kKeysPerVector (16 for AVX-512,
+//                          else 8), to out[0..count) and zeros to out[count..kKeysPerVector), by one
+//                          whole-vector store (masked loads: nothing past in + count is read), so that
+//                          a vector load of out is forwarded from the store (one of what narrower
+//                          stores just wrote waits for them to reach the cache).
 // stable_sort_leaf<kByWholeElement>(a, n): sorts a[0..n), n <= 16, by key (the high half) keeping
 //                          the order of equal keys, or by the whole (unique) element. Vector variants
 //                          rank each element by (key, position in the leaf), or by itself.
@@ -206,6 +211,12 @@ inline void key_masks64(const uint32_t* keys, uint32_t x, uint64_t* below, uint6
   }
   *below = b;
   *equal = e;
+}
+
+inline constexpr int64_t kKeysPerVector = 16;
+
+inline void load_keys_tail(const uint32_t* in, int64_t count, uint32_t* out) {
+  _mm512_storeu_si512(out, _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << count) - 1), in));
 }
 
 template <bool kByWholeElement>
@@ -456,6 +467,15 @@ inline void key_masks64(const uint32_t* keys, uint32_t x, uint64_t* below, uint6
   *equal = e;
 }
 
+inline constexpr int64_t kKeysPerVector = 8;
+
+inline void load_keys_tail(const uint32_t* in, int64_t count, uint32_t* out) {
+  const __m256i in_row = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i tail = _mm256_maskload_epi32(reinterpret_cast<const int*>(in), in_row);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), tail);
+}
+
 template <bool kByWholeElement>
 inline void stable_sort_leaf(uint64_t* a, int64_t n) {
   alignas(32) uint64_t ranked[16], out[16];
@@ -511,6 +531,12 @@ inline int64_t keep_between(const K* keys, int64_t n, K lo, K width, uint32_t fi
 template <int kCount>
 inline void key_masks64(const uint32_t* keys, uint32_t x, uint64_t* below, uint64_t* equal) {
   key_masks64_by_element<kCount>(keys, x, below, equal);
+}
+
+inline constexpr int64_t kKeysPerVector = 8;
+
+inline void load_keys_tail(const uint32_t* in, int64_t count, uint32_t* out) {
+  for (int j = 0; j < kKeysPerVector; ++j) out[j] = j < count ? in[j] : 0;
 }
 
 template <bool kByWholeElement>

@@ -271,12 +271,7 @@ void topk_row_typed(const TopKJob& job) {
   if constexpr (Format::key_bits <= 32) {
     if (n <= kShortRowMaxLength && (job.sorted || k == 1)) {
       ShortRowKeys keys;
-      if (job.row.input_stride != 1) {
-        keys.load(n, [&row](int64_t i) { return row.key(i); });
-      } else {
-        const Bits* in = static_cast<const Bits*>(job.row.input);
-        keys.load(n, [in](int64_t i) { return sort_key<Format, kDescending>(in[i]); });
-      }
+      keys.load(row);
       if (topk_short_row_if_distinct(job, row, keys)) return;
     }
   }
