@@ -306,15 +306,9 @@ def test_adam_states_with_negative_nan_and_infinite_second_moments(exact, isa, d
     assert both.delta["adam"]["kwker"] == 6
 
 
-def test_sqrt_copy_of_mkl_is_used_only_where_exact_on_every_float(native):
-    """Kwker's in-register copy of MKL's float sqrt (what torch's sqrt calls with MKL: on AVX-512, MKL's
-    Intel AVX-512 path; on AVX2, the SSE path MKL takes on AMD CPUs) is used by the optimizer steps only
-    where it gives torch.sqrt's bits on all 2^32 inputs: where the adapter's sampled check accepted it,
-    every float matches; where it refused it (MKL takes another path here), some float differs. Needs
-    AVX2 or AVX-512 and an MKL torch; else no copy."""
-    if native.detected_isa() == "scalar" or not torch.backends.mkl.is_available():
-        pytest.skip("the copies of MKL's sqrt exist for AVX2 and AVX-512 CPUs with an MKL torch only")
-    in_use = torch.ops.kwker.mkl_sqrt_copy_in_use()
+def first_float_differing_from_torch_sqrt(path):
+    """The first bit pattern (as an unsigned int) where Kwker's copy of MKL's float sqrt `path` differs
+    from torch.sqrt, over all 2^32 of them in order; None where it gives torch's bits on every one."""
     # Chunks small enough for malloc to reuse their memory: fresh pages would cost more than the sqrt.
     chunk = 1 << 20
     offsets = torch.arange(chunk, dtype=torch.int32)
@@ -323,13 +317,38 @@ def test_sqrt_copy_of_mkl_is_used_only_where_exact_on_every_float(native):
         torch.add(offsets, start - (1 << 32) if start >= 1 << 31 else start, out=bits)  # all patterns
         x = bits.view(torch.float32)
         expected = torch.sqrt(x, out=roots).view(torch.int32)
-        actual = torch.ops.kwker.mkl_sqrt_f32(x).view(torch.int32)
+        actual = torch.ops.kwker.mkl_sqrt_f32(x, path).view(torch.int32)
         if not torch.equal(expected, actual):
-            first = int((expected != actual).nonzero()[0])
-            assert not in_use, (f"the copy is in use but input 0x{int(bits[first]) & 0xffffffff:08x} gives torch "
-                                f"0x{int(expected[first]) & 0xffffffff:08x}, kwker 0x{int(actual[first]) & 0xffffffff:08x}")
-            return
-    assert in_use, "the copy gives MKL's bits on every float, yet the adapter's check refused it"
+            return int(bits[int((expected != actual).nonzero()[0])]) & 0xFFFFFFFF
+    return None
+
+
+def test_sqrt_copy_of_mkl_is_used_only_where_exact_on_every_float(native):
+    """Kwker's in-register copies of MKL's float sqrt (what torch's sqrt calls with MKL): MKL's Intel
+    AVX-512 path, which AVX-512 builds have, and the SSE path MKL takes on other CPUs (AMD's, with or
+    without AVX-512), which AVX2 and AVX-512 builds have. The optimizer steps use the copy the adapter's
+    sampled check accepted, and that one gives torch.sqrt's bits on all 2^32 inputs; every copy it did
+    not accept differs on some float. Needs AVX2 or AVX-512 and an MKL torch; else no copy."""
+    if native.isa() == "scalar" or not torch.backends.mkl.is_available():
+        pytest.skip("the copies of MKL's sqrt exist for AVX2 and AVX-512 CPUs with an MKL torch only")
+    paths = ["avx512", "sse"] if native.isa() == "avx512" else ["sse"]
+    in_use = torch.ops.kwker.mkl_sqrt_copy_in_use()
+    assert in_use is None or in_use in paths
+    for path in paths:
+        first = first_float_differing_from_torch_sqrt(path)
+        if path == in_use:
+            assert first is None, f"the {path} copy is in use but differs from torch.sqrt at 0x{first:08x}"
+        else:
+            assert first is not None, f"the {path} copy gives torch's bits on every float, yet is not in use"
+
+
+def test_sqrt_copy_path_names(native):
+    x = torch.tensor([4.0, 2.0])
+    with pytest.raises(RuntimeError, match='"avx512" or "sse"'):
+        torch.ops.kwker.mkl_sqrt_f32(x, "avx2")
+    if native.isa() == "avx2":
+        with pytest.raises(RuntimeError, match="no copy of MKL's avx512 path"):
+            torch.ops.kwker.mkl_sqrt_f32(x, "avx512")
 
 
 # -- what torch keeps --------------------------------------------------------------------------------

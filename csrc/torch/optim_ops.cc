@@ -23,6 +23,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -62,20 +63,17 @@ void mkl_sqrt_f64(int64_t n, const double* in, double* out) {
   MKL_Set_Num_Threads_Local(previous);
 }
 
-// Whether the active ISA's in-register copy of MKL's float sqrt (AVX-512: MKL's Intel AVX-512 path;
-// AVX2: the SSE path MKL gives other CPUs) gives MKL's bits here: checked once per ISA, on about a
-// million bit patterns spread over all floats (every exponent, both signs, subnormals, zeros,
-// infinities, NaNs). False where the ISA has no copy.
-bool mkl_sqrt_copy_matches() {
-  // Per kwker::Isa: -1 unknown, 0 differs, 1 matches.
-  static std::array<std::atomic<int>, static_cast<size_t>(kwker::Isa::kAvx512) + 1> verdicts{-1, -1, -1};
+// Which of MKL's float sqrt paths MKL takes here, among those the active ISA has a copy of: the one
+// whose copy gives MKL's bits on about a million bit patterns spread over all floats (every exponent,
+// both signs, subnormals, zeros, infinities, NaNs), checked once per ISA; none where no copy does.
+std::optional<kwker::MklSqrtPath> mkl_sqrt_path_here() {
+  // Per kwker::Isa: -2 unknown, -1 none, else the path.
+  static std::array<std::atomic<int>, static_cast<size_t>(kwker::Isa::kAvx512) + 1> verdicts{-2, -2, -2};
   std::atomic<int>& verdict = verdicts[static_cast<size_t>(kwker::active_isa())];
-  if (const int v = verdict.load(); v >= 0) return v == 1;
-  // Asked on every Adam step: without a copy, answer before building the check's million values.
-  if (!kwker::mkl_sqrt_f32(0, nullptr, nullptr)) {
-    verdict.store(0);
-    return false;
-  }
+  const auto answer = [](int v) {
+    return v < 0 ? std::nullopt : std::optional(static_cast<kwker::MklSqrtPath>(v));
+  };
+  if (const int v = verdict.load(); v >= -1) return answer(v);
   std::vector<float> in;
   for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 4093) {
     const auto b = static_cast<uint32_t>(bits);
@@ -84,12 +82,19 @@ bool mkl_sqrt_copy_matches() {
     in.push_back(x);
   }
   for (float x : {0.0f, -0.0f, INFINITY, -INFINITY, 0x1p-78f, 0x1p-79f, 0x1p-149f, 0x1p-126f}) in.push_back(x);
+  const auto n = static_cast<int64_t>(in.size());
   std::vector<float> theirs(in.size()), ours(in.size());
-  mkl_sqrt_f32(static_cast<int64_t>(in.size()), in.data(), theirs.data());
-  kwker::mkl_sqrt_f32(static_cast<int64_t>(in.size()), in.data(), ours.data());
-  const bool same = std::memcmp(theirs.data(), ours.data(), in.size() * sizeof(float)) == 0;
-  verdict.store(same ? 1 : 0);
-  return same;
+  mkl_sqrt_f32(n, in.data(), theirs.data());
+  int found = -1;
+  for (const auto path : {kwker::MklSqrtPath::kAvx512, kwker::MklSqrtPath::kSse}) {
+    if (kwker::mkl_sqrt_f32(path, n, in.data(), ours.data()) &&
+        std::memcmp(theirs.data(), ours.data(), in.size() * sizeof(float)) == 0) {
+      found = static_cast<int>(path);
+      break;
+    }
+  }
+  verdict.store(found);
+  return answer(found);
 }
 
 // How torch's sqrt kernel computes: with MKL's vector sqrt when torch has MKL (then Kwker needs it
@@ -100,7 +105,7 @@ bool torch_sqrt(TorchSqrt* sqrt) {
   if (vmsSqrt == nullptr || vmdSqrt == nullptr || MKL_Set_Num_Threads_Local == nullptr) return false;
   sqrt->f32 = &mkl_sqrt_f32;
   sqrt->f64 = &mkl_sqrt_f64;
-  sqrt->f32_matches_mkl_sqrt_f32 = mkl_sqrt_copy_matches();
+  sqrt->f32_path = mkl_sqrt_path_here();
   return true;
 }
 
@@ -323,29 +328,41 @@ std::vector<int64_t> sgd_step(TensorList params, TensorList grads, TensorList mo
   return decisions.left();
 }
 
-// Test-only: Kwker's in-register copy of MKL's float32 sqrt on a contiguous float32 tensor; raises
-// where the active ISA has none (the tests compare it with torch.sqrt on every float).
-Tensor mkl_sqrt_copy(const Tensor& x) {
+std::optional<kwker::MklSqrtPath> mkl_sqrt_path_named(std::string_view name) {
+  if (name == "avx512") return kwker::MklSqrtPath::kAvx512;
+  if (name == "sse") return kwker::MklSqrtPath::kSse;
+  return std::nullopt;
+}
+
+// Test-only: Kwker's in-register copy of MKL's float32 sqrt path ("avx512" or "sse") on a contiguous
+// float32 tensor; raises where the active ISA has none (the tests compare it with torch.sqrt on every
+// float).
+Tensor mkl_sqrt_copy(const Tensor& x, c10::string_view path_name) {
   TORCH_CHECK(x.scalar_type() == at::kFloat && x.is_contiguous() && x.device().is_cpu(),
               "kwker::mkl_sqrt_f32 takes a contiguous float32 CPU tensor");
+  const auto path = mkl_sqrt_path_named(std::string_view(path_name.data(), path_name.size()));
+  TORCH_CHECK(path.has_value(), "kwker::mkl_sqrt_f32: the path is \"avx512\" or \"sse\"");
   Tensor out = at::empty_like(x);
-  TORCH_CHECK(kwker::mkl_sqrt_f32(x.numel(), x.const_data_ptr<float>(), out.data_ptr<float>()),
-              "kwker::mkl_sqrt_f32: the active ISA has no copy of MKL's sqrt (AVX2 and AVX-512 only)");
+  TORCH_CHECK(kwker::mkl_sqrt_f32(*path, x.numel(), x.const_data_ptr<float>(), out.data_ptr<float>()),
+              "kwker::mkl_sqrt_f32: the active ISA has no copy of MKL's ", path_name,
+              " path (AVX-512 has both, AVX2 sse only)");
   return out;
 }
 
-// Test-only: whether the optimizer steps use that copy on this machine (the check above passed).
-bool mkl_sqrt_copy_in_use() {
+// Test-only: the path of MKL's sqrt whose copy the optimizer steps use on this machine (the check
+// above accepted it), or None.
+std::optional<std::string> mkl_sqrt_copy_in_use() {
   TorchSqrt sqrt;
-  return torch_sqrt(&sqrt) && sqrt.f32 != nullptr && sqrt.f32_matches_mkl_sqrt_f32;
+  if (!torch_sqrt(&sqrt) || sqrt.f32 == nullptr || !sqrt.f32_path) return std::nullopt;
+  return *sqrt.f32_path == kwker::MklSqrtPath::kAvx512 ? "avx512" : "sse";
 }
 
 }  // namespace
 }  // namespace kwker::adapter
 
 TORCH_LIBRARY_FRAGMENT(kwker, m) {
-  m.def("mkl_sqrt_f32(Tensor x) -> Tensor", &kwker::adapter::mkl_sqrt_copy);
-  m.def("mkl_sqrt_copy_in_use() -> bool", &kwker::adapter::mkl_sqrt_copy_in_use);
+  m.def("mkl_sqrt_f32(Tensor x, str path) -> Tensor", &kwker::adapter::mkl_sqrt_copy);
+  m.def("mkl_sqrt_copy_in_use() -> str?", &kwker::adapter::mkl_sqrt_copy_in_use);
   using namespace kwker::adapter;
   m.def("adam_step(Tensor(a!)[] params, Tensor[] grads, Tensor(b!)[] exp_avgs, Tensor(c!)[] exp_avg_sqs, "
         "Tensor(d!)[] state_steps, float lr, float beta1, float beta2, float weight_decay, float eps, "

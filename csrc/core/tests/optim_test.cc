@@ -92,6 +92,14 @@ void reference_sgd(const SgdHyper& h, bool first_step, std::vector<T>& p, const 
 
 // ---- Adam -----------------------------------------------------------------------------------------
 
+constexpr kwker::MklSqrtPath kMklSqrtPaths[] = {kwker::MklSqrtPath::kAvx512, kwker::MklSqrtPath::kSse};
+
+// Which ISAs have a copy of which of MKL's float sqrt paths.
+bool has_copy(kwker::Isa isa, kwker::MklSqrtPath path) {
+  return path == kwker::MklSqrtPath::kSse ? isa != kwker::Isa::kScalar : isa == kwker::Isa::kAvx512;
+}
+
+
 const AdamHyper kAdamConfigs[] = {
     {1e-3, 0.9, 0.999, 0.0, 1e-8, false, false, {}},
     {1e-2, 0.8, 0.99, 0.1, 1e-8, true, false, {}},     // L2 weight decay, maximize
@@ -160,10 +168,32 @@ void sqrt_one_ulp_up_f64(int64_t n, const double* in, double* out) {
 TEST(AdamStep, UsesTheSquareRootItIsGiven) {
   for_each_isa([](kwker::Isa) {
     AdamHyper hyper = kAdamConfigs[2];
-    hyper.sqrt = {&sqrt_one_ulp_up_f32, &sqrt_one_ulp_up_f64, false};
+    hyper.sqrt = {&sqrt_one_ulp_up_f32, &sqrt_one_ulp_up_f64, std::nullopt};
     check_adam<float>(hyper, 3, [](float x) { return std::nextafter(std::sqrt(x), INFINITY); });
     check_adam<double>(hyper, 3, [](double x) { return std::nextafter(std::sqrt(x), INFINITY); });
   });
+}
+
+// Told that torch's float sqrt takes one of MKL's paths, the step computes Kwker's copy of that path
+// in registers (the sqrt function it is given, here a deliberately wrong one, goes unused), on every
+// element, tails included; on an ISA without the copy it calls the function instead.
+TEST(AdamStep, ComputesTheMklPathItIsToldInRegisters) {
+  for (const auto path : kMklSqrtPaths) {
+    SCOPED_TRACE(path == kwker::MklSqrtPath::kSse ? "sse path" : "avx512 path");
+    for_each_isa([path](kwker::Isa isa) {
+      AdamHyper hyper = kAdamConfigs[2];
+      hyper.sqrt = {&sqrt_one_ulp_up_f32, &sqrt_one_ulp_up_f64, path};
+      if (has_copy(isa, path)) {
+        check_adam<float>(hyper, 3, [path](float x) {
+          float root;
+          EXPECT_TRUE(kwker::mkl_sqrt_f32(path, 1, &x, &root));
+          return root;
+        });
+      } else {
+        check_adam<float>(hyper, 3, [](float x) { return std::nextafter(std::sqrt(x), INFINITY); });
+      }
+    });
+  }
 }
 
 // ---- SGD ------------------------------------------------------------------------------------------
@@ -214,19 +244,22 @@ TEST(SgdStep, MatchesTorchArithmeticOnEveryIsa) {
 
 // ---- Kwker's copy of MKL's sqrt -----------------------------------------------------------------
 
-TEST(MklSqrtCopy, OnAvx2AndAvx512) {
+TEST(MklSqrtCopy, Avx2HasTheSsePathAvx512HasBoth) {
   for_each_isa([](kwker::Isa isa) {
-    float in = 2.0f, out = 0.0f;
-    EXPECT_EQ(kwker::mkl_sqrt_f32(1, &in, &out), isa != kwker::Isa::kScalar);
+    for (const auto path : kMklSqrtPaths) {
+      float in = 2.0f, out = 0.0f;
+      EXPECT_EQ(kwker::mkl_sqrt_f32(path, 1, &in, &out), has_copy(isa, path));
+      EXPECT_EQ(out, has_copy(isa, path) ? std::sqrt(2.0f) : 0.0f);
+    }
   });
 }
 
-// The active ISA's copy of MKL's sqrt: within an ulp of sqrt, and MKL's answers on special values.
-void check_mkl_sqrt_copy() {
+// A copy of MKL's sqrt: within an ulp of sqrt, and MKL's answers on special values.
+void check_mkl_sqrt_copy(kwker::MklSqrtPath path) {
   std::vector<float> in;
   for (uint64_t bits = 0; bits <= 0x7f800000u; bits += 997) in.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
   std::vector<float> out(in.size());
-  ASSERT_TRUE(kwker::mkl_sqrt_f32(static_cast<int64_t>(in.size()), in.data(), out.data()));
+  ASSERT_TRUE(kwker::mkl_sqrt_f32(path, static_cast<int64_t>(in.size()), in.data(), out.data()));
   for (size_t i = 0; i < in.size(); ++i) {
     const float exact = std::sqrt(in[i]);
     ASSERT_TRUE(out[i] == exact || out[i] == std::nextafter(exact, INFINITY) ||
@@ -238,17 +271,39 @@ void check_mkl_sqrt_copy() {
   const uint32_t expected[] = {0x0u, 0x80000000u, 0x7f800000u, 0x7fc00000u, 0x7fc00000u, 0x7fc00000u,
                                0x7fc00001u, 0xffc01234u};
   float got[std::size(specials)];
-  ASSERT_TRUE(kwker::mkl_sqrt_f32(std::size(specials), specials, got));
+  ASSERT_TRUE(kwker::mkl_sqrt_f32(path, std::size(specials), specials, got));
   for (size_t i = 0; i < std::size(specials); ++i) {
     EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), expected[i]) << "input bits " << std::bit_cast<uint32_t>(specials[i]);
   }
 }
 
-// Both copies (MKL's AVX-512 path, its SSE path) are within an ulp and agree on the special values.
+// Both copies (MKL's AVX-512 path, its SSE path) are within an ulp and agree on the special values,
+// on every ISA that has them.
 TEST(MklSqrtCopy, WithinAnUlpAndSpecialValues) {
   for_each_isa([](kwker::Isa isa) {
-    if (isa != kwker::Isa::kScalar) check_mkl_sqrt_copy();
+    for (const auto path : kMklSqrtPaths) {
+      SCOPED_TRACE(path == kwker::MklSqrtPath::kSse ? "sse path" : "avx512 path");
+      if (has_copy(isa, path)) check_mkl_sqrt_copy(path);
+    }
   });
+}
+
+// The SSE path gives the same bits 8 and 16 lanes wide (AVX-512 runs rsqrtps on each half).
+TEST(MklSqrtCopy, SsePathSameOnAvx2AndAvx512) {
+  if (kwker::detected_isa() != kwker::Isa::kAvx512) GTEST_SKIP() << "needs an AVX-512 CPU";
+  std::vector<float> in;
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 331) in.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  const auto n = static_cast<int64_t>(in.size());
+  std::vector<float> avx2(in.size()), avx512(in.size());
+  for_each_isa([&](kwker::Isa isa) {
+    if (isa == kwker::Isa::kScalar) return;
+    ASSERT_TRUE(kwker::mkl_sqrt_f32(kwker::MklSqrtPath::kSse, n, in.data(),
+                                    (isa == kwker::Isa::kAvx2 ? avx2 : avx512).data()));
+  });
+  for (size_t i = 0; i < in.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(avx2[i]), std::bit_cast<uint32_t>(avx512[i]))
+        << "input bits " << std::bit_cast<uint32_t>(in[i]);
+  }
 }
 
 }  // namespace

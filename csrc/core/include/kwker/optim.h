@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 namespace kwker {
@@ -20,13 +21,18 @@ namespace kwker {
 template <typename T>
 using VectorSqrt = void (*)(int64_t n, const T* in, T* out);
 
+// The code paths of MKL's single-precision vsSqrt (high accuracy) that Kwker has in-register copies
+// of: kAvx512, what MKL runs on Intel CPUs with AVX-512 (rsqrt14, one FMA correction); kSse, what it
+// runs on other CPUs, AMD's with or without AVX-512 (the CPU's rsqrtps, two corrections, no FMA).
+enum class MklSqrtPath : uint8_t { kAvx512, kSse };
+
 // How torch's exp_avg_sq.sqrt() computes on this machine.
 struct TorchSqrt {
   VectorSqrt<float> f32 = nullptr;
   VectorSqrt<double> f64 = nullptr;
-  // f32 is MKL's vsSqrt and gives what mkl_sqrt_f32 gives (the adapter checked): where the active ISA
-  // has that sequence (AVX2, AVX-512), the step computes it in registers, in one pass.
-  bool f32_matches_mkl_sqrt_f32 = false;
+  // f32 is MKL's vsSqrt and gives what mkl_sqrt_f32(*f32_path, ...) gives (the adapter checked): the
+  // step then computes it in registers, in one pass.
+  std::optional<MklSqrtPath> f32_path;
 };
 
 struct AdamHyper {
@@ -36,10 +42,10 @@ struct AdamHyper {
   TorchSqrt sqrt;
 };
 
-// Kwker's in-register copy of MKL's single-precision vsSqrt (high accuracy) over an array, for checking
-// it against MKL: AVX-512, MKL's Intel AVX-512 path; AVX2, the SSE path MKL takes on other CPUs.
-// Returns false, writing nothing, where the active ISA has no such copy.
-bool mkl_sqrt_f32(int64_t n, const float* in, float* out);
+// Kwker's in-register copy of one of MKL's vsSqrt paths over an array, for checking it against MKL.
+// Returns false, writing nothing, where the active ISA has no copy of that path (AVX-512 has both,
+// AVX2 kSse only, scalar none).
+bool mkl_sqrt_f32(MklSqrtPath path, int64_t n, const float* in, float* out);
 
 template <typename T>
 struct AdamTensor {

@@ -33,7 +33,7 @@ const OptimKernels& kernels() {
 // Python's float arithmetic of _single_tensor_adam (libm pow, as Python's ** calls it), then each
 // scalar rounded to T where torch passes it to a kernel.
 template <typename T>
-AdamScalars<T> adam_scalars(const AdamHyper& h, double step, const OptimKernels& k) {
+AdamScalars<T> adam_scalars(const AdamHyper& h, double step) {
   const double bias_correction1 = 1 - std::pow(h.beta1, step);
   const double bias_correction2 = 1 - std::pow(h.beta2, step);
   const double step_size = h.lr / bias_correction1;
@@ -54,11 +54,9 @@ AdamScalars<T> adam_scalars(const AdamHyper& h, double step, const OptimKernels&
   s.neg_step_size = static_cast<T>(-step_size);
   if constexpr (std::is_same_v<T, float>) {
     s.sqrt_call = h.sqrt.f32;
-    s.mkl_sqrt_in_registers = h.sqrt.f32 != nullptr && h.sqrt.f32_matches_mkl_sqrt_f32 &&
-                              k.mkl_sqrt_f32(0, nullptr, nullptr);
+    if (h.sqrt.f32 != nullptr) s.mkl_sqrt_path = h.sqrt.f32_path;
   } else {
     s.sqrt_call = h.sqrt.f64;
-    s.mkl_sqrt_in_registers = false;
   }
   return s;
 }
@@ -103,7 +101,7 @@ void adam_step_impl(const AdamHyper& hyper, std::span<const AdamTensor<T>> tenso
   scalars.reserve(tensors.size());
   for (const auto& t : tensors) {
     scalars.push_back(scalars.empty() || t.step != tensors[scalars.size() - 1].step
-                          ? adam_scalars<T>(hyper, t.step, k)
+                          ? adam_scalars<T>(hyper, t.step)
                           : scalars.back());
   }
   const auto kernel = [&] {
@@ -131,7 +129,9 @@ void sgd_step_impl(const SgdHyper& hyper, std::span<const SgdTensor<T>> tensors)
 
 }  // namespace
 
-bool mkl_sqrt_f32(int64_t n, const float* in, float* out) { return kernels().mkl_sqrt_f32(n, in, out); }
+bool mkl_sqrt_f32(MklSqrtPath path, int64_t n, const float* in, float* out) {
+  return kernels().mkl_sqrt_f32(path, n, in, out);
+}
 
 void adam_step(const AdamHyper& h, std::span<const AdamTensor<float>> t) { adam_step_impl(h, t); }
 void adam_step(const AdamHyper& h, std::span<const AdamTensor<double>> t) { adam_step_impl(h, t); }

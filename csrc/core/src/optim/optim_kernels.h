@@ -23,7 +23,7 @@ struct AdamScalars {
   T eps;
   T neg_step_size;              // -lr / (1 - beta1^step)
   VectorSqrt<T> sqrt_call;      // torch's sqrt function (MKL's), or null: the correctly rounded instruction
-  bool mkl_sqrt_in_registers;   // float: sqrt_call is MKL's, and Lanes::mkl_sqrt equals it here
+  std::optional<MklSqrtPath> mkl_sqrt_path;  // float: sqrt_call is MKL's and takes this path here
 };
 
 template <typename T>
@@ -47,7 +47,7 @@ struct OptimKernels {
                   bool first_step, int64_t n);
   void (*sgd_f64)(const SgdScalars<double>&, double* param, const double* grad, double* buffer,
                   bool first_step, int64_t n);
-  bool (*mkl_sqrt_f32)(int64_t n, const float* in, float* out);
+  bool (*mkl_sqrt_f32)(MklSqrtPath path, int64_t n, const float* in, float* out);
 };
 
 namespace scalar { extern const OptimKernels kKernels; }

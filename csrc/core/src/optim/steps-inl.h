@@ -84,29 +84,24 @@ struct AdamMath {
     return L::add(param, L::div(L::mul(neg_step_size, exp_avg), denom));
   }
 
-  // The whole step of one vector, the square root computed in registers.
-  void step(T* param, const T* grad_in, T* exp_avg, T* exp_avg_sq) const {
+  // The whole step of one vector, the square root computed in registers by root_of.
+  template <typename Root>
+  void step(T* param, const T* grad_in, T* exp_avg, T* exp_avg_sq, const Root& root_of) const {
     const Moments now = moments(param, grad_in, exp_avg, exp_avg_sq);
-    V root;
-    if constexpr (L::kHasMklSqrt) {
-      root = s.mkl_sqrt_in_registers ? L::mkl_sqrt(now.exp_avg_sq) : L::sqrt(now.exp_avg_sq);
-    } else {
-      root = L::sqrt(now.exp_avg_sq);
-    }
-    L::store(param, updated(now.param, now.exp_avg, root));
+    L::store(param, updated(now.param, now.exp_avg, root_of(now.exp_avg_sq)));
   }
 };
 
-// One pass: the square root in registers (the instruction, or Kwker's copy of MKL's sequence).
-template <typename T>
-void adam_one_pass(const AdamMath<Lanes<T>, T>& vec, T* param, const T* grad, T* exp_avg,
-                   T* exp_avg_sq, int64_t n) {
+// One pass: the square root in registers (the instruction, or Kwker's copy of MKL's path).
+template <typename T, typename Root>
+void adam_one_pass(const AdamMath<Lanes<T>, T>& vec, const Root& root_of, T* param, const T* grad,
+                   T* exp_avg, T* exp_avg_sq, int64_t n) {
   constexpr int64_t kWidth = Lanes<T>::kWidth;
   int64_t i = 0;
-  for (; i + kWidth <= n; i += kWidth) vec.step(param + i, grad + i, exp_avg + i, exp_avg_sq + i);
+  for (; i + kWidth <= n; i += kWidth) vec.step(param + i, grad + i, exp_avg + i, exp_avg_sq + i, root_of);
   if (i < n) {
     PartialVector<T, 4, 3> tail({param + i, exp_avg + i, exp_avg_sq + i, const_cast<T*>(grad + i)}, n - i);
-    vec.step(tail.lanes[0], tail.lanes[3], tail.lanes[1], tail.lanes[2]);
+    vec.step(tail.lanes[0], tail.lanes[3], tail.lanes[1], tail.lanes[2], root_of);
   }
 }
 
@@ -149,29 +144,31 @@ void adam_calling_sqrt(const AdamMath<Lanes<T>, T>& vec, VectorSqrt<T> vector_sq
 
 template <typename T>
 void adam(const AdamScalars<T>& s, T* param, const T* grad, T* exp_avg, T* exp_avg_sq, int64_t n) {
-  const AdamMath<Lanes<T>, T> vec(s);
-  if (s.sqrt_call != nullptr && !(Lanes<T>::kHasMklSqrt && s.mkl_sqrt_in_registers)) {
+  using L = Lanes<T>;
+  const AdamMath<L, T> vec(s);
+  const auto one_pass = [&](const auto& root_of) {
+    adam_one_pass(vec, root_of, param, grad, exp_avg, exp_avg_sq, n);
+  };
+  if (s.mkl_sqrt_path && with_mkl_sqrt<L>(*s.mkl_sqrt_path, one_pass)) return;
+  if (s.sqrt_call != nullptr) {
     adam_calling_sqrt(vec, s.sqrt_call, param, grad, exp_avg, exp_avg_sq, n);
   } else {
-    adam_one_pass(vec, param, grad, exp_avg, exp_avg_sq, n);
+    one_pass([](typename L::V x) { return L::sqrt(x); });
   }
 }
 
-// Kwker's copy of MKL's float square root (Lanes<float>::mkl_sqrt) over an array, for the adapter's
-// check; false where this ISA has none.
-template <typename L = Lanes<float>>
-bool mkl_sqrt_f32(int64_t n, const float* in, float* out) {
-  if constexpr (L::kHasMklSqrt) {
+// Kwker's copy of MKL's float square root `path` over an array, for the adapter's check; false where
+// this ISA has none.
+bool mkl_sqrt_f32(MklSqrtPath path, int64_t n, const float* in, float* out) {
+  using L = Lanes<float>;
+  return with_mkl_sqrt<L>(path, [&](const auto& root_of) {
     int64_t i = 0;
-    for (; i + L::kWidth <= n; i += L::kWidth) L::store(out + i, L::mkl_sqrt(L::load(in + i)));
+    for (; i + L::kWidth <= n; i += L::kWidth) L::store(out + i, root_of(L::load(in + i)));
     if (i < n) {
       PartialVector<float, 2, 1> tail({out + i, const_cast<float*>(in + i)}, n - i);
-      L::store(tail.lanes[0], L::mkl_sqrt(L::load(tail.lanes[1])));
+      L::store(tail.lanes[0], root_of(L::load(tail.lanes[1])));
     }
-    return true;
-  } else {
-    return false;
-  }
+  });
 }
 
 template <typename L, typename T>
@@ -215,4 +212,4 @@ void sgd(const SgdScalars<T>& s, T* param, const T* grad, T* buffer, bool first_
   }
 }
 
-const OptimKernels kKernels = {&adam<float>, &adam<double>, &sgd<float>, &sgd<double>, &mkl_sqrt_f32<>};
+const OptimKernels kKernels = {&adam<float>, &adam<double>, &sgd<float>, &sgd<double>, &mkl_sqrt_f32};
