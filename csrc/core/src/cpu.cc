@@ -15,11 +15,15 @@ uint64_t read_xcr0() {
   return (uint64_t{edx} << 32) | eax;
 }
 
+// Every instruction set the AVX2 build may use (CMakeLists.txt: -mavx2 -mfma -mbmi -mbmi2 -mlzcnt
+// -mpopcnt -mf16c) must be present for kAvx2, and AVX-512 F, DQ, BW and VL for kAvx512.
 Isa detect() {
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return Isa::kScalar;
   const bool osxsave = c & (1u << 27), fma = c & (1u << 12), avx = c & (1u << 28);
-  if (!osxsave || !avx || !fma) return Isa::kScalar;
+  const bool popcnt = c & (1u << 23), f16c = c & (1u << 29);
+  if (!osxsave || !avx || !fma || !popcnt || !f16c) return Isa::kScalar;
+  if (!__get_cpuid(0x80000001, &a, &b, &c, &d) || !(c & (1u << 5))) return Isa::kScalar;  // lzcnt (abm)
   const uint64_t xcr0 = read_xcr0();
   if ((xcr0 & 0x6) != 0x6) return Isa::kScalar;  // XMM and YMM state
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return Isa::kScalar;

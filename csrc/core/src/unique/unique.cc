@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "key_radix_sort.h"
+#include "kwker/cpu.h"
 #include "kwker/sort.h"
 #include "kwker/unique.h"
 
@@ -115,6 +116,21 @@ void write_runs(const E* sorted, int64_t n, const ValueOf& value_of, V* values, 
   if (counts) counts[run] = n - run_start;
 }
 
+// Calls counts_bits(), inlined into a function compiled with the popcnt instruction where the active ISA
+// has it (AVX2, AVX-512). This file is built for any x86-64, where std::popcount is a libgcc call:
+// that made the bitmap's ranks of 1M user ids over 10M take twice as long (25 ms against 14).
+template <typename F>
+[[gnu::target("popcnt")]] void call_with_popcnt(const F& counts_bits) { counts_bits(); }
+
+template <typename F>
+void call_counting_bits(const F& counts_bits) {
+  if (active_isa() != Isa::kScalar) {
+    call_with_popcnt(counts_bits);
+  } else {
+    counts_bits();
+  }
+}
+
 }  // namespace
 
 template <typename K>
@@ -136,10 +152,12 @@ void UniqueSorted::mark_in_bitmap(const typename K::T* data, uint64_t range) {
   }
   word_ranks_.resize(words);
   uint32_t rank = 0;
-  for (size_t w = 0; w < words; ++w) {
-    word_ranks_[w] = rank;
-    rank += std::popcount(bitmap[w]);
-  }
+  call_counting_bits([&]() [[gnu::always_inline]] {
+    for (size_t w = 0; w < words; ++w) {
+      word_ranks_[w] = rank;
+      rank += std::popcount(bitmap[w]);
+    }
+  });
   count_ = rank;
 }
 
@@ -225,13 +243,15 @@ void UniqueSorted::write_typed(typename K::T* values, int64_t* inverse, int64_t*
     }
     if (counts) std::fill(counts, counts + count_, 0);
     if (!inverse && !counts) return;
-    for (int64_t i = 0; i < n_; ++i) {
-      const uint64_t v = K::key(data[i]) - low_;
-      const uint64_t below = bitmap[v >> 6] & ((uint64_t{1} << (v & 63)) - 1);
-      const int64_t r = word_ranks[v >> 6] + std::popcount(below);
-      if (inverse) inverse[i] = r;
-      if (counts) ++counts[r];
-    }
+    call_counting_bits([&]() [[gnu::always_inline]] {
+      for (int64_t i = 0; i < n_; ++i) {
+        const uint64_t v = K::key(data[i]) - low_;
+        const uint64_t below = bitmap[v >> 6] & ((uint64_t{1} << (v & 63)) - 1);
+        const int64_t r = word_ranks[v >> 6] + std::popcount(below);
+        if (inverse) inverse[i] = r;
+        if (counts) ++counts[r];
+      }
+    });
     return;
   }
   if (permutation_.empty()) {  // keys only (no ranks wanted)
