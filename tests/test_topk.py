@@ -85,6 +85,34 @@ def test_short_row_distributions(isa, dtype, dist):
         check_all_variants(x, ks=sorted({1, 2, n // 2, n}), context=f"{dist} n={n}")
 
 
+def sampled_positions(n: int) -> torch.Tensor:
+    """The positions Kwker's topk samples for its threshold (select_keys-inl.h, sample_key_runs): runs
+    of 16 keys, evenly spaced, each starting at a multiple of 16."""
+    root = n ** (1 / 3)
+    runs = max(64, min(4096, int(root * root))) // 16
+    return torch.tensor([j * (n - 16) // runs // 16 * 16 + i for j in range(runs) for i in range(16)])
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.int32, torch.float64), ids=lambda d: NAMES[d])
+@pytest.mark.parametrize("spacing", (10, 1), ids=("misleads-once", "misleads-twice"))
+def test_rows_whose_sample_misleads(isa, dtype, spacing):
+    """Rows of distinct keys whose sampled runs hold keys far smaller than the rest: the threshold from
+    the sample keeps k or fewer keys, then (spacing 10) the second try at twice the sample rank keeps
+    enough, or (spacing 1) it too keeps too few and the heap replay answers."""
+    n, k = 25200, 300
+    sampled = sampled_positions(n)
+    ranks = torch.empty(n, dtype=torch.int64)
+    ranks[sampled] = torch.arange(len(sampled)) * spacing
+    rest = torch.ones(n, dtype=torch.bool)
+    rest[sampled] = False
+    others = torch.tensor(sorted(set(range(n)) - set(ranks[sampled].tolist())))
+    ranks[rest] = others[torch.randperm(len(others), generator=torch.Generator().manual_seed(5))]
+    for largest in (False, True):
+        x = (-ranks if largest else ranks).to(dtype).reshape(1, n)  # the smallest keys at the sample
+        check_topk(x, k, largest=largest, context=f"spacing {spacing}")
+        check_topk(x, k, largest=largest, sorted_=False, context=f"spacing {spacing}")
+
+
 @pytest.mark.parametrize("dtype,dist", [
     pytest.param(d, dist, id=f"{NAMES[d]}-{dist}")
     for d in (torch.float32, torch.bfloat16, torch.float16, torch.int32)
