@@ -7,11 +7,6 @@ inline constexpr int64_t kShortRowMaxLength = 256;
 // Rows up to this long fit one 64-bit mask of positions (equal_to, select's ranks).
 inline constexpr int64_t kShortRowMaskLength = 64;
 
-// How many elements have a key, and where the first is (-1: none).
-struct KeyMatches {
-  int64_t count, first;
-};
-
 struct ShortRowKeys {
   alignas(64) uint32_t keys[kShortRowMaxLength];
   int64_t n = 0, padded = 0;

@@ -27,11 +27,20 @@
 //                          whole-vector store (masked loads: nothing past in + count is read), so that
 //                          a vector load of out is forwarded from the store (one of what narrower
 //                          stores just wrote waits for them to reach the cache).
+// KeyVector:              the kKeysPerVector 32-bit keys of a row that fits one vector, in a register;
+//                          take_smallest() finds the smallest key, how many lanes hold it and the
+//                          first, and sets those lanes to all ones (rows of topk up to 16 long take
+//                          their k smallest so, with no store and reload of the keys between).
 // stable_sort_leaf<kByWholeElement>(a, n): sorts a[0..n), n <= 16, by key (the high half) keeping
 //                          the order of equal keys, or by the whole (unique) element. Vector variants
 //                          rank each element by (key, position in the leaf), or by itself.
 
 enum class Stops { kNotBelow, kNotAbove };
+
+// How many elements have a key, and where the first is (-1: none).
+struct KeyMatches {
+  int64_t count, first;
+};
 
 // partition_below's and keep_between's element loops, from element i with the first counts already
 // placed: the stores always happen, so there is no branch on the data. Every ISA's tail, and the
@@ -218,6 +227,17 @@ inline constexpr int64_t kKeysPerVector = 16;
 inline void load_keys_tail(const uint32_t* in, int64_t count, uint32_t* out) {
   _mm512_storeu_si512(out, _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << count) - 1), in));
 }
+
+struct KeyVector {
+  __m512i keys;
+  explicit KeyVector(const uint32_t* k) : keys(_mm512_load_si512(k)) {}
+  KeyMatches take_smallest(uint32_t* key) {
+    *key = _mm512_reduce_min_epu32(keys);
+    const __mmask16 at = _mm512_cmpeq_epi32_mask(keys, _mm512_set1_epi32(static_cast<int>(*key)));
+    keys = _mm512_mask_mov_epi32(keys, at, _mm512_set1_epi32(-1));
+    return {__builtin_popcount(at), __builtin_ctz(at)};
+  }
+};
 
 template <bool kByWholeElement>
 inline void stable_sort_leaf(uint64_t* a, int64_t n) {
@@ -476,6 +496,21 @@ inline void load_keys_tail(const uint32_t* in, int64_t count, uint32_t* out) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), tail);
 }
 
+struct KeyVector {
+  __m256i keys;
+  explicit KeyVector(const uint32_t* k) : keys(_mm256_load_si256(reinterpret_cast<const __m256i*>(k))) {}
+  KeyMatches take_smallest(uint32_t* key) {
+    __m256i m = _mm256_min_epu32(keys, _mm256_permute2x128_si256(keys, keys, 1));
+    m = _mm256_min_epu32(m, _mm256_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
+    m = _mm256_min_epu32(m, _mm256_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));  // the minimum in every lane
+    *key = static_cast<uint32_t>(_mm256_cvtsi256_si32(m));
+    const __m256i equal = _mm256_cmpeq_epi32(keys, m);
+    keys = _mm256_or_si256(keys, equal);
+    const int at = _mm256_movemask_ps(_mm256_castsi256_ps(equal));
+    return {__builtin_popcount(at), __builtin_ctz(at)};
+  }
+};
+
 template <bool kByWholeElement>
 inline void stable_sort_leaf(uint64_t* a, int64_t n) {
   alignas(32) uint64_t ranked[16], out[16];
@@ -538,6 +573,21 @@ inline constexpr int64_t kKeysPerVector = 8;
 inline void load_keys_tail(const uint32_t* in, int64_t count, uint32_t* out) {
   for (int j = 0; j < kKeysPerVector; ++j) out[j] = j < count ? in[j] : 0;
 }
+
+struct KeyVector {
+  uint32_t keys[kKeysPerVector];
+  explicit KeyVector(const uint32_t* k) { std::copy_n(k, kKeysPerVector, keys); }
+  KeyMatches take_smallest(uint32_t* key) {
+    *key = *std::min_element(keys, keys + kKeysPerVector);
+    KeyMatches at{0, -1};
+    for (int j = 0; j < kKeysPerVector; ++j) {
+      if (keys[j] != *key) continue;
+      if (at.count++ == 0) at.first = j;
+      keys[j] = ~uint32_t{0};
+    }
+    return at;
+  }
+};
 
 template <bool kByWholeElement>
 inline void stable_sort_leaf(uint64_t* a, int64_t n) {

@@ -249,14 +249,24 @@ template <typename Format, bool kDescending>
 bool topk_short_row_if_distinct(const TopKJob& job, const Row<Format, kDescending>& row, ShortRowKeys& keys) {
   using Bits = typename Format::Bits;
   int64_t taken[kShortRowMaxLength];
-  uint32_t least = 0;  // the keys are left as they are (no store for a vector load to wait on)
-  for (int64_t j = 0; j < job.k; ++j) {
-    const uint32_t smallest = keys.smallest_from(least);
-    if (smallest == ~uint32_t{0}) return false;
-    const KeyMatches at = keys.count_and_first_equal_to(smallest);
-    if (at.count != 1) return false;
-    taken[j] = at.first;
-    least = smallest + 1;  // each taken key is its row's only one: the next is above it
+  if (keys.n <= kKeysPerVector) {  // in a register (the padding's all ones end the row)
+    KeyVector row_keys(keys.keys);
+    for (int64_t j = 0; j < job.k; ++j) {
+      uint32_t smallest;
+      const KeyMatches at = row_keys.take_smallest(&smallest);
+      if (smallest == ~uint32_t{0} || at.count != 1) return false;
+      taken[j] = at.first;
+    }
+  } else {
+    uint32_t least = 0;  // the keys are left as they are (no store for a vector load to wait on)
+    for (int64_t j = 0; j < job.k; ++j) {
+      const uint32_t smallest = keys.smallest_from(least);
+      if (smallest == ~uint32_t{0}) return false;
+      const KeyMatches at = keys.count_and_first_equal_to(smallest);
+      if (at.count != 1) return false;
+      taken[j] = at.first;
+      least = smallest + 1;  // each taken key is its row's only one: the next is above it
+    }
   }
   Bits* values = static_cast<Bits*>(job.row.values);
   for (int64_t j = 0; j < job.k; ++j) {
