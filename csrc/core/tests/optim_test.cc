@@ -99,7 +99,6 @@ bool has_copy(kwker::Isa isa, kwker::MklSqrtPath path) {
   return path == kwker::MklSqrtPath::kSse ? isa != kwker::Isa::kScalar : isa == kwker::Isa::kAvx512;
 }
 
-
 const AdamHyper kAdamConfigs[] = {
     {1e-3, 0.9, 0.999, 0.0, 1e-8, false, false, {}},
     {1e-2, 0.8, 0.99, 0.1, 1e-8, true, false, {}},     // L2 weight decay, maximize
@@ -249,7 +248,9 @@ TEST(MklSqrtCopy, Avx2HasTheSsePathAvx512HasBoth) {
     for (const auto path : kMklSqrtPaths) {
       float in = 2.0f, out = 0.0f;
       EXPECT_EQ(kwker::mkl_sqrt_f32(path, 1, &in, &out), has_copy(isa, path));
-      EXPECT_EQ(out, has_copy(isa, path) ? std::sqrt(2.0f) : 0.0f);
+      if (!has_copy(isa, path)) EXPECT_EQ(out, 0.0f);  // nothing written
+      // Within an ulp (the SSE path starts from the CPU's own rsqrtps approximation).
+      if (has_copy(isa, path)) EXPECT_NEAR(out, std::sqrt(2.0f), 2e-7f);
     }
   });
 }

@@ -23,7 +23,8 @@ using VectorSqrt = void (*)(int64_t n, const T* in, T* out);
 
 // The code paths of MKL's single-precision vsSqrt (high accuracy) that Kwker has in-register copies
 // of: kAvx512, what MKL runs on Intel CPUs with AVX-512 (rsqrt14, one FMA correction); kSse, what it
-// runs on other CPUs, AMD's with or without AVX-512 (the CPU's rsqrtps, two corrections, no FMA).
+// runs on AMD CPUs, with or without AVX-512 (the CPU's rsqrtps, two corrections, no FMA). Intel CPUs
+// with AVX2 only get a path of MKL's that Kwker has no copy of.
 enum class MklSqrtPath : uint8_t { kAvx512, kSse };
 
 // How torch's exp_avg_sq.sqrt() computes on this machine.

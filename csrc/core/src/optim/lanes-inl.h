@@ -165,8 +165,8 @@ using Lanes = ScalarLanes<T>;
 
 #endif
 
-// The square root MKL's SSE vsSqrt (VML high accuracy) computes on CPUs other than Intel's with
-// AVX-512 (AMD's, with or without AVX-512): y = rsqrtps(x), s = x·y, h = y/2, e = 1/2 − s·h,
+// The square root MKL's SSE vsSqrt (VML high accuracy) computes on AMD CPUs, with or without
+// AVX-512: y = rsqrtps(x), s = x·y, h = y/2, e = 1/2 − s·h,
 // s' = s + s·e, h' = h + h·e, then s' + (x − s'²)·h', every product and sum rounded on its own (no
 // FMA). rsqrtps is the CPU's own approximation, so the bits are this CPU's. Positive normal x up to
 // 0x7f7ff000 only; the others as L::sse_path_specials. Within an ulp, not always correctly rounded.

@@ -158,7 +158,8 @@ int64_t sample_keys(int64_t n, const KeyAt& key_at, K* sample) {
 
 // The same number of keys in evenly spaced runs of kSampleRun consecutive keys, each starting at a
 // multiple of kSampleRun: for 32-bit keys in a row that starts on a cache line (torch's allocations
-// do), one line per run, not one per key, for rows read from memory.
+// do), one line per run, not one per key, for rows read from memory. tests/test_topk.py
+// (sampled_positions) builds rows around these positions: keep the two in step.
 inline constexpr int64_t kSampleRun = 16;
 template <typename KeyAt, typename K>
 int64_t sample_key_runs(int64_t n, const KeyAt& key_at, K* sample) {

@@ -29,8 +29,8 @@
 //                          stores just wrote waits for them to reach the cache).
 // KeyVector:              the kKeysPerVector 32-bit keys of a row that fits one vector, in a register;
 //                          take_smallest() finds the smallest key, how many lanes hold it and the
-//                          first, and sets those lanes to all ones (rows of topk up to 16 long take
-//                          their k smallest so, with no store and reload of the keys between).
+//                          first, and sets those lanes to all ones (topk rows up to kKeysPerVector
+//                          long take their k smallest so, with no store and reload of the keys between).
 // stable_sort_leaf<kByWholeElement>(a, n): sorts a[0..n), n <= 16, by key (the high half) keeping
 //                          the order of equal keys, or by the whole (unique) element. Vector variants
 //                          rank each element by (key, position in the leaf), or by itself.
