@@ -325,8 +325,8 @@ def first_float_differing_from_torch_sqrt(path):
 
 def test_sqrt_copy_of_mkl_is_used_only_where_exact_on_every_float(native):
     """Kwker's in-register copies of MKL's float sqrt (what torch's sqrt calls with MKL): MKL's Intel
-    AVX-512 path, which AVX-512 builds have, and the SSE path MKL takes on other CPUs (AMD's, with or
-    without AVX-512), which AVX2 and AVX-512 builds have. The optimizer steps use the copy the adapter's
+    AVX-512 path, which AVX-512 builds have, and the SSE path MKL takes on AMD CPUs (with or without
+    AVX-512), which AVX2 and AVX-512 builds have. The optimizer steps use the copy the adapter's
     sampled check accepted, and that one gives torch.sqrt's bits on all 2^32 inputs; every copy it did
     not accept differs on some float. Needs AVX2 or AVX-512 and an MKL torch; else no copy."""
     if native.isa() == "scalar" or not torch.backends.mkl.is_available():

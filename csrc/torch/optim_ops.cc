@@ -86,7 +86,7 @@ std::optional<kwker::MklSqrtPath> mkl_sqrt_path_here() {
   std::vector<float> theirs(in.size()), ours(in.size());
   mkl_sqrt_f32(n, in.data(), theirs.data());
   int found = -1;
-  for (const auto path : {kwker::MklSqrtPath::kAvx512, kwker::MklSqrtPath::kSse}) {
+  for (const auto path : kwker::kMklSqrtPaths) {
     if (kwker::mkl_sqrt_f32(path, n, in.data(), ours.data()) &&
         std::memcmp(theirs.data(), ours.data(), in.size() * sizeof(float)) == 0) {
       found = static_cast<int>(path);
@@ -329,8 +329,9 @@ std::vector<int64_t> sgd_step(TensorList params, TensorList grads, TensorList mo
 }
 
 std::optional<kwker::MklSqrtPath> mkl_sqrt_path_named(std::string_view name) {
-  if (name == "avx512") return kwker::MklSqrtPath::kAvx512;
-  if (name == "sse") return kwker::MklSqrtPath::kSse;
+  for (const auto path : kwker::kMklSqrtPaths) {
+    if (name == kwker::mkl_sqrt_path_name(path)) return path;
+  }
   return std::nullopt;
 }
 
@@ -354,7 +355,7 @@ Tensor mkl_sqrt_copy(const Tensor& x, c10::string_view path_name) {
 std::optional<std::string> mkl_sqrt_copy_in_use() {
   TorchSqrt sqrt;
   if (!torch_sqrt(&sqrt) || sqrt.f32 == nullptr || !sqrt.f32_path) return std::nullopt;
-  return *sqrt.f32_path == kwker::MklSqrtPath::kAvx512 ? "avx512" : "sse";
+  return std::string(kwker::mkl_sqrt_path_name(*sqrt.f32_path));
 }
 
 }  // namespace

@@ -92,8 +92,6 @@ void reference_sgd(const SgdHyper& h, bool first_step, std::vector<T>& p, const 
 
 // ---- Adam -----------------------------------------------------------------------------------------
 
-constexpr kwker::MklSqrtPath kMklSqrtPaths[] = {kwker::MklSqrtPath::kAvx512, kwker::MklSqrtPath::kSse};
-
 // Which ISAs have a copy of which of MKL's float sqrt paths.
 bool has_copy(kwker::Isa isa, kwker::MklSqrtPath path) {
   return path == kwker::MklSqrtPath::kSse ? isa != kwker::Isa::kScalar : isa == kwker::Isa::kAvx512;
@@ -177,8 +175,8 @@ TEST(AdamStep, UsesTheSquareRootItIsGiven) {
 // in registers (the sqrt function it is given, here a deliberately wrong one, goes unused), on every
 // element, tails included; on an ISA without the copy it calls the function instead.
 TEST(AdamStep, ComputesTheMklPathItIsToldInRegisters) {
-  for (const auto path : kMklSqrtPaths) {
-    SCOPED_TRACE(path == kwker::MklSqrtPath::kSse ? "sse path" : "avx512 path");
+  for (const auto path : kwker::kMklSqrtPaths) {
+    SCOPED_TRACE(std::string(kwker::mkl_sqrt_path_name(path)) + " path");
     for_each_isa([path](kwker::Isa isa) {
       AdamHyper hyper = kAdamConfigs[2];
       hyper.sqrt = {&sqrt_one_ulp_up_f32, &sqrt_one_ulp_up_f64, path};
@@ -245,7 +243,7 @@ TEST(SgdStep, MatchesTorchArithmeticOnEveryIsa) {
 
 TEST(MklSqrtCopy, Avx2HasTheSsePathAvx512HasBoth) {
   for_each_isa([](kwker::Isa isa) {
-    for (const auto path : kMklSqrtPaths) {
+    for (const auto path : kwker::kMklSqrtPaths) {
       float in = 2.0f, out = 0.0f;
       EXPECT_EQ(kwker::mkl_sqrt_f32(path, 1, &in, &out), has_copy(isa, path));
       if (!has_copy(isa, path)) EXPECT_EQ(out, 0.0f);  // nothing written
@@ -282,8 +280,8 @@ void check_mkl_sqrt_copy(kwker::MklSqrtPath path) {
 // on every ISA that has them.
 TEST(MklSqrtCopy, WithinAnUlpAndSpecialValues) {
   for_each_isa([](kwker::Isa isa) {
-    for (const auto path : kMklSqrtPaths) {
-      SCOPED_TRACE(path == kwker::MklSqrtPath::kSse ? "sse path" : "avx512 path");
+    for (const auto path : kwker::kMklSqrtPaths) {
+      SCOPED_TRACE(std::string(kwker::mkl_sqrt_path_name(path)) + " path");
       if (has_copy(isa, path)) check_mkl_sqrt_copy(path);
     }
   });

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 
 namespace kwker {
 
@@ -26,6 +27,12 @@ using VectorSqrt = void (*)(int64_t n, const T* in, T* out);
 // runs on AMD CPUs, with or without AVX-512 (the CPU's rsqrtps, two corrections, no FMA). Intel CPUs
 // with AVX2 only get a path of MKL's that Kwker has no copy of.
 enum class MklSqrtPath : uint8_t { kAvx512, kSse };
+inline constexpr MklSqrtPath kMklSqrtPaths[] = {MklSqrtPath::kAvx512, MklSqrtPath::kSse};
+
+// "avx512" or "sse": how the adapter's test hooks and the tests name a path.
+constexpr std::string_view mkl_sqrt_path_name(MklSqrtPath path) {
+  return path == MklSqrtPath::kAvx512 ? "avx512" : "sse";
+}
 
 // How torch's exp_avg_sq.sqrt() computes on this machine.
 struct TorchSqrt {
